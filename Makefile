@@ -1,0 +1,35 @@
+# Everything a fresh Debian machine needs is installed by these targets; nothing by hand.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
+
+.PHONY: venv services services-down test test-unit demo bench clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	@rm -f $(VENV)/.installed-*; touch $@
+
+services: venv
+	scripts/services/postgres.sh up
+	scripts/services/cassandra.sh up
+	scripts/services/mediawiki.sh up
+
+services-down:
+	-scripts/services/mediawiki.sh down
+	-scripts/services/cassandra.sh down
+	-scripts/services/postgres.sh down
+
+test: venv services
+	$(BIN)/pytest
+
+test-unit: venv
+	$(BIN)/pytest -m 'not integration and not slow'
+
+clean: services-down
+	rm -rf .run

@@ -1,0 +1,1 @@
+"""Black Widow: the hub. Owns crawl configuration and coordinates the spawns."""

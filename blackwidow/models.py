@@ -1,0 +1,99 @@
+"""SQLAlchemy models of the hub's configuration store. Mirrors sql/migrations; no logic here."""
+from datetime import datetime, timezone
+
+from sqlalchemy import (BigInteger, Boolean, DateTime, ForeignKey, Integer, String, Text,
+                        UniqueConstraint, Index)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Tenant(Base):
+    __tablename__ = "tenants"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True, nullable=False)
+    quota: Mapped[int | None] = mapped_column(BigInteger, nullable=True)   # None = unlimited
+    used: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False, default=utcnow,
+                                                 onupdate=utcnow)
+
+
+class Subscription(Base):
+    __tablename__ = "subscriptions"
+    __table_args__ = (
+        UniqueConstraint("tenant_id", "source_uuid", name="uq_subscription_tenant_source"),
+        Index("ix_subscriptions_state", "state"),
+        Index("ix_subscriptions_node", "node_id"),
+    )
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(String(36), ForeignKey("tenants.id", ondelete="CASCADE"),
+                                           nullable=False, index=True)
+    wiki: Mapped[str] = mapped_column(String(2048), nullable=False)      # canonical api.php URL
+    title: Mapped[str] = mapped_column(String(255), nullable=False)      # normalized title
+    source_uuid: Mapped[str] = mapped_column(String(36), nullable=False, index=True)
+    quota: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    content: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+    enabled: Mapped[bool] = mapped_column(Boolean, nullable=False, default=True)
+    state: Mapped[str] = mapped_column(String(20), nullable=False, default="pending")
+    revisions: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
+    last_rev_id: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    node_id: Mapped[str | None] = mapped_column(String(36), nullable=True)   # where it is assigned now
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False, default=utcnow,
+                                                 onupdate=utcnow)
+
+
+class Node(Base):
+    __tablename__ = "nodes"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)      # shared.hashing.node_id_for(url)
+    url: Mapped[str] = mapped_column(String(2048), unique=True, nullable=False)
+    state: Mapped[str] = mapped_column(String(20), nullable=False, default="live")   # live | dead
+    boot_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    registered_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False, default=utcnow)
+    last_seen: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    consecutive_failures: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+
+
+class Assignment(Base):
+    """What the hub has sent (or must send) to which node; survives a hub restart."""
+    __tablename__ = "assignments"
+
+    subscription_id: Mapped[str] = mapped_column(String(36), ForeignKey("subscriptions.id", ondelete="CASCADE"),
+                                                 primary_key=True)
+    node_id: Mapped[str] = mapped_column(String(36), ForeignKey("nodes.id", ondelete="CASCADE"),
+                                         nullable=False, index=True)
+    acked: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+    sent_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class Reload(Base):
+    """Recent hard/soft reloads, for operators and the dashboard."""
+    __tablename__ = "reloads"
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True,
+                                    autoincrement=True)
+    kind: Mapped[str] = mapped_column(String(10), nullable=False)          # hard | soft
+    reason: Mapped[str] = mapped_column(String(200), nullable=False)
+    sends: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    drops: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False, default=utcnow)
+
+
+class SchedulerLease(Base):
+    """Single-scheduler guard on SQLite (PostgreSQL uses an advisory lock instead)."""
+    __tablename__ = "scheduler_lease"
+
+    name: Mapped[str] = mapped_column(String(50), primary_key=True)
+    holder: Mapped[str] = mapped_column(String(100), nullable=False)
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)

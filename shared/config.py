@@ -1,0 +1,134 @@
+"""BW_* environment configuration: one frozen dataclass per process kind, strict casts.
+
+A missing required variable or a malformed value raises ConfigError naming the variable.
+"""
+import os
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+from shared.errors import ConfigError
+
+_MISSING = object()
+
+
+def _bool(text: str) -> bool:
+    low = text.strip().lower()
+    if low in ("1", "true", "yes", "on"):
+        return True
+    if low in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"not a boolean: {text!r}")
+
+
+def _list(text: str) -> tuple[str, ...]:
+    return tuple(p.strip() for p in text.split(",") if p.strip())
+
+
+def get(env: Mapping[str, str], key: str, cast: Callable = str, default=_MISSING):
+    raw = env.get(key)
+    if raw is None or raw == "":
+        if default is _MISSING:
+            raise ConfigError(f"{key} is missing and has no default")
+        return default
+    try:
+        return cast(raw)
+    except ValueError as exc:
+        raise ConfigError(f"{key} is invalid: {exc}") from None
+
+
+DEFAULT_DATA_DIR = ".run/data"
+
+
+@dataclass(frozen=True)
+class CommonConfig:
+    node_secret: str
+    data_dir: str
+    log_json: bool
+    log_level: str
+    cassandra_hosts: tuple[str, ...]      # empty => the embedded SQLite revision store
+    cassandra_keyspace: str
+    cassandra_port: int
+    revisions_sqlite: str
+
+
+def common_from_env(env: Mapping[str, str]) -> dict:
+    data_dir = get(env, "BW_DATA_DIR", str, DEFAULT_DATA_DIR)
+    return dict(
+        node_secret=get(env, "BW_NODE_SECRET"),
+        data_dir=data_dir,
+        log_json=get(env, "BW_LOG_JSON", _bool, True),
+        log_level=get(env, "BW_LOG_LEVEL", str, "INFO"),
+        cassandra_hosts=get(env, "BW_CASSANDRA_HOSTS", _list, ()),
+        cassandra_keyspace=get(env, "BW_CASSANDRA_KEYSPACE", str, "blackwidow"),
+        cassandra_port=get(env, "BW_CASSANDRA_PORT", int, 9042),
+        revisions_sqlite=get(env, "BW_REVISIONS_SQLITE", str, os.path.join(data_dir, "revisions.db")),
+    )
+
+
+@dataclass(frozen=True)
+class HubConfig(CommonConfig):
+    admin_token: str
+    database_url: str
+    poll_interval_s: float
+    node_failures: int            # consecutive failed polls before a node is removed
+    detach_after_s: float
+    orphan_after_s: float
+    routing: str                  # "modulo" (default) or "rendezvous"
+    wiki_allowlist: tuple[str, ...]
+    max_body_bytes: int
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] = os.environ) -> "HubConfig":
+        common = common_from_env(env)
+        routing = get(env, "BW_ROUTING", str, "modulo")
+        if routing not in ("modulo", "rendezvous"):
+            raise ConfigError("BW_ROUTING is invalid: must be 'modulo' or 'rendezvous'")
+        return cls(
+            **common,
+            admin_token=get(env, "BW_ADMIN_TOKEN"),
+            database_url=get(env, "BW_DATABASE_URL", str,
+                             "sqlite:///" + os.path.abspath(os.path.join(common["data_dir"], "blackwidow.db"))),
+            poll_interval_s=get(env, "BW_POLL_INTERVAL_S", float, 2.0),
+            node_failures=get(env, "BW_NODE_FAILURES", int, 3),
+            detach_after_s=get(env, "BW_DETACH_AFTER_S", float, 15.0),
+            orphan_after_s=get(env, "BW_ORPHAN_AFTER_S", float, 20.0),
+            routing=routing,
+            wiki_allowlist=get(env, "BW_WIKI_ALLOWLIST", _list, ("*.wikipedia.org", "*.wikimedia.org",
+                                                                 "*.wiktionary.org", "*.wikidata.org")),
+            max_body_bytes=get(env, "BW_MAX_BODY_BYTES", int, 1_048_576),
+        )
+
+
+@dataclass(frozen=True)
+class SpawnConfig(CommonConfig):
+    hub_url: str
+    advertise_url: str
+    user_agent: str
+    host_delay_s: float
+    maxlag: int
+    http_timeout_s: float
+    detach_after_s: float         # defaults; the hub's registration answer overrides them
+    orphan_after_s: float
+    revisit_min_s: float
+    revisit_max_s: float
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] = os.environ, **overrides) -> "SpawnConfig":
+        common = common_from_env(env)
+        values = dict(
+            **common,
+            hub_url=get(env, "BW_HUB_URL", str, "http://127.0.0.1:8700"),
+            advertise_url=get(env, "BW_ADVERTISE_URL", str, "http://127.0.0.1:8701"),
+            user_agent=get(env, "BW_USER_AGENT", str,
+                           "BlackWidow/0.1 (https://github.com/blackwidow-harvester; ops@example.org) "
+                           "python-requests"),
+            host_delay_s=get(env, "BW_HOST_DELAY_S", float, 0.1),
+            maxlag=get(env, "BW_MAXLAG", int, 5),
+            http_timeout_s=get(env, "BW_HTTP_TIMEOUT_S", float, 30.0),
+            detach_after_s=get(env, "BW_DETACH_AFTER_S", float, 15.0),
+            orphan_after_s=get(env, "BW_ORPHAN_AFTER_S", float, 20.0),
+            revisit_min_s=get(env, "BW_REVISIT_MIN_S", float, 60.0),
+            revisit_max_s=get(env, "BW_REVISIT_MAX_S", float, 86_400.0),
+        )
+        values.update(overrides)
+        return cls(**values)

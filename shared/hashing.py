@@ -1,0 +1,49 @@
+"""Stable hashing and identifiers: the same value in every process and on every host.
+
+Python's built-in hash() is salted per process (PYTHONHASHSEED), so it must never route work.
+"""
+import hashlib
+import uuid
+from urllib.parse import urlsplit, urlunsplit
+
+# Namespace for source uuids; fixed forever so that every hub computes the same ids.
+SOURCE_NAMESPACE = uuid.UUID("6f1c3a52-9d1e-5b7a-8c1f-2b0e8d4a7c11")
+NODE_NAMESPACE = uuid.UUID("0b7f4c9e-3a2d-5e61-9f08-7d5c2a1b4e93")
+
+
+def stable_hash(value: str) -> int:
+    """64-bit unsigned hash of a string, identical across processes, hosts and Python versions."""
+    return int.from_bytes(hashlib.blake2b(value.encode("utf-8"), digest_size=8).digest(), "big")
+
+
+def canonical_wiki_url(url: str) -> str:
+    """Lowercase scheme and host, drop default ports, query and fragment; keep the path."""
+    parts = urlsplit(url.strip())
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").lower()
+    port = parts.port
+    if port and not ((scheme == "http" and port == 80) or (scheme == "https" and port == 443)):
+        host = f"{host}:{port}"
+    return urlunsplit((scheme, host, parts.path or "/", "", ""))
+
+
+def wiki_key(url: str) -> str:
+    """Short storage key for a wiki: its host[:port], e.g. 'en.wikipedia.org'."""
+    return urlsplit(canonical_wiki_url(url)).netloc
+
+
+def normalize_title(title: str) -> str:
+    """MediaWiki's default normalization for first-letter-case wikis: '_' -> ' ', collapsed
+    whitespace, first character uppercased. The wiki's own answer still wins at harvest time."""
+    t = " ".join(title.replace("_", " ").split())
+    return t[:1].upper() + t[1:] if t else t
+
+
+def source_uuid(wiki_url: str, title: str) -> uuid.UUID:
+    """Every subscription on the same article, from any tenant, shares this id."""
+    return uuid.uuid5(SOURCE_NAMESPACE, canonical_wiki_url(wiki_url) + "\n" + normalize_title(title))
+
+
+def node_id_for(url: str) -> str:
+    """A spawn's id derives from its advertised url, so re-registering is idempotent."""
+    return str(uuid.uuid5(NODE_NAMESPACE, url.rstrip("/")))

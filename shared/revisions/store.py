@@ -1,0 +1,28 @@
+"""The RevisionStore contract. Implementations: cassandra_store (production), sqlite_store (embedded)."""
+from typing import Iterable, Iterator, Protocol, Sequence
+from datetime import datetime
+
+from shared.revisions.model import ResumePoint, Revision
+
+
+class StoreError(Exception):
+    """A write or read failed; nothing partial is visible as a resume point."""
+
+
+class RevisionStore(Protocol):
+    def write(self, revisions: Sequence[Revision]) -> None:
+        """Store revisions of ONE page. Idempotent by (wiki, rev_id): a replay changes nothing.
+        The page's resume point moves only after every row of the batch is durable."""
+
+    def resume_point(self, wiki: str, page_id: int) -> ResumePoint | None:
+        """Newest stored revision of a page, or None if nothing is stored."""
+
+    def history(self, wiki: str, page_id: int, *, since: datetime | None = None,
+                until: datetime | None = None) -> Iterator[Revision]:
+        """Revisions of a page, newest first, optionally bounded by timestamps (inclusive)."""
+
+    def revisions(self, wiki: str | None = None) -> Iterable[Revision]:
+        """Every stored revision (for statistics and verification); order unspecified."""
+
+    def close(self) -> None:
+        ...

@@ -1,0 +1,1 @@
+"""Spawn: a stateless crawler node that runs what the hub assigns it."""
