@@ -1,0 +1,28 @@
+import pytest
+
+from shared.config import HubConfig, SpawnConfig
+from shared.errors import ConfigError
+
+
+def test_hub_config_defaults_to_embedded_sqlite(tmp_path):
+    cfg = HubConfig.from_env({"BW_ADMIN_TOKEN": "a", "BW_NODE_SECRET": "n", "BW_DATA_DIR": str(tmp_path)})
+    assert cfg.database_url == f"sqlite:///{tmp_path}/blackwidow.db"
+    assert cfg.routing == "modulo" and cfg.cassandra_hosts == ()
+
+
+def test_missing_secret_names_the_variable():
+    with pytest.raises(ConfigError, match="BW_NODE_SECRET"):
+        SpawnConfig.from_env({})
+
+
+@pytest.mark.parametrize("key,value", [("BW_POLL_INTERVAL_S", "soon"), ("BW_LOG_JSON", "maybe"),
+                                       ("BW_ROUTING", "random")])
+def test_malformed_values_name_the_variable(key, value):
+    env = {"BW_ADMIN_TOKEN": "a", "BW_NODE_SECRET": "n", key: value}
+    with pytest.raises(ConfigError, match=key):
+        HubConfig.from_env(env)
+
+
+def test_cassandra_hosts_list():
+    cfg = SpawnConfig.from_env({"BW_NODE_SECRET": "n", "BW_CASSANDRA_HOSTS": "127.0.0.1, 127.0.0.2"})
+    assert cfg.cassandra_hosts == ("127.0.0.1", "127.0.0.2")
