@@ -1,7 +1,7 @@
 """SQLAlchemy models of the hub's configuration store. Mirrors sql/migrations; no logic here."""
 from datetime import datetime, timezone
 
-from sqlalchemy import (BigInteger, Boolean, DateTime, ForeignKey, Integer, String, Text,
+from sqlalchemy import (BigInteger, Boolean, DateTime, ForeignKey, Integer, MetaData, String, Text,
                         UniqueConstraint, Index)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -10,8 +10,18 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
+# Named constraints, so that later migrations (batch mode on SQLite) can refer to them.
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
 class Base(DeclarativeBase):
-    pass
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
 
 class Tenant(Base):
@@ -32,6 +42,7 @@ class Subscription(Base):
         UniqueConstraint("tenant_id", "source_uuid", name="uq_subscription_tenant_source"),
         Index("ix_subscriptions_state", "state"),
         Index("ix_subscriptions_node", "node_id"),
+        Index("ix_subscriptions_created_id", "created_at", "id"),   # stable pagination order
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)

@@ -39,6 +39,11 @@ def get(env: Mapping[str, str], key: str, cast: Callable = str, default=_MISSING
 DEFAULT_DATA_DIR = ".run/data"
 
 
+def default_database_url(data_dir: str) -> str:
+    """The embedded SQLite store used when BW_DATABASE_URL is unset."""
+    return "sqlite:///" + os.path.abspath(os.path.join(data_dir, "blackwidow.db"))
+
+
 @dataclass(frozen=True)
 class CommonConfig:
     node_secret: str
@@ -86,8 +91,7 @@ class HubConfig(CommonConfig):
         return cls(
             **common,
             admin_token=get(env, "BW_ADMIN_TOKEN"),
-            database_url=get(env, "BW_DATABASE_URL", str,
-                             "sqlite:///" + os.path.abspath(os.path.join(common["data_dir"], "blackwidow.db"))),
+            database_url=get(env, "BW_DATABASE_URL", str, default_database_url(common["data_dir"])),
             poll_interval_s=get(env, "BW_POLL_INTERVAL_S", float, 2.0),
             node_failures=get(env, "BW_NODE_FAILURES", int, 3),
             detach_after_s=get(env, "BW_DETACH_AFTER_S", float, 15.0),

@@ -1,0 +1,41 @@
+"""Apply the alembic migrations in sql/migrations/ to a database (used by `blackwidow migrate` and tests)."""
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+
+from blackwidow.db import make_engine
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "sql" / "migrations"
+
+
+def alembic_config(database_url: str) -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    # Passed as an attribute, not an ini option: configparser would choke on '%' in passwords.
+    cfg.attributes["database_url"] = database_url
+    return cfg
+
+
+def upgrade(database_url: str, revision: str = "head") -> None:
+    """Bring the schema to `revision`. Idempotent: an up-to-date database is left alone."""
+    engine = make_engine(database_url)
+    try:
+        with engine.begin() as conn:
+            cfg = alembic_config(database_url)
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, revision)
+    finally:
+        engine.dispose()
+
+
+def current(database_url: str) -> str | None:
+    """The revision the database is at, or None before the first migration."""
+    from alembic.runtime.migration import MigrationContext
+
+    engine = make_engine(database_url)
+    try:
+        with engine.connect() as conn:
+            return MigrationContext.configure(conn).get_current_revision()
+    finally:
+        engine.dispose()
