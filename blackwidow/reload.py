@@ -1,0 +1,121 @@
+"""Pure reload planning: desired assignments + what nodes report -> Put/Drop actions. No I/O.
+
+Hard reload (the live node set changed): every assignment was recomputed; send everything a node
+cannot prove it already runs, drop whatever sits on the wrong node.
+Soft reload (same node set): drop stale, send new or changed, re-send failed, missing or
+unacknowledged. In both, a node that reports the desired spec already is left alone (adopted).
+Nodes absent from `reported` did not answer this tick: nothing is sent to them or dropped there.
+"""
+from dataclasses import dataclass, field
+from typing import Container, Mapping
+
+from shared.errors import ValidationError
+from shared.wire import SubscriptionSpec, SubscriptionStatus
+
+HARD = "hard"
+SOFT = "soft"
+
+
+@dataclass(frozen=True)
+class Put:
+    node_id: str
+    spec: SubscriptionSpec
+    reason: str      # new | moved | missing | changed | failed | unacked | unverified
+
+
+@dataclass(frozen=True)
+class Drop:
+    node_id: str
+    subscription_id: str
+    reason: str      # moved | stale
+
+
+@dataclass(frozen=True)
+class Adopt:
+    """The node already runs the desired spec: record it as acknowledged, send nothing."""
+    node_id: str
+    subscription_id: str
+
+
+@dataclass(frozen=True)
+class Plan:
+    kind: str | None              # hard | soft | None (nothing to send)
+    puts: tuple[Put, ...] = ()
+    drops: tuple[Drop, ...] = ()
+    adopts: tuple[Adopt, ...] = field(default=())
+
+    @property
+    def reasons(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for action in (*self.puts, *self.drops):
+            counts[action.reason] = counts.get(action.reason, 0) + 1
+        return counts
+
+
+def _reported_spec(status: SubscriptionStatus) -> SubscriptionSpec | None:
+    if status.spec is None:
+        return None
+    try:
+        return SubscriptionSpec.from_dict(status.spec)
+    except ValidationError:
+        return None
+
+
+def _put_reason(node: str, spec: SubscriptionSpec, status: SubscriptionStatus | None,
+                acked_node: str | None, hard: bool, may_retry_failed: bool) -> str | None:
+    """Why `spec` must be sent to `node`, or None when the node already runs it."""
+    if status is None:
+        if acked_node is None:
+            return "new"
+        return "missing" if acked_node == node else "moved"
+    running = _reported_spec(status)
+    if status.spec is not None and running != spec:
+        return "changed"                     # includes an unparseable spec: replace it
+    if status.state == "failed":
+        return "failed" if may_retry_failed else None
+    if running is not None:
+        return None
+    # The node did not say which spec it runs: trust our acknowledgement only on a soft reload.
+    if hard:
+        return "unverified"
+    return None if acked_node == node else "unacked"
+
+
+def plan(desired: Mapping[str, tuple[str, SubscriptionSpec]],
+         reported: Mapping[str, Mapping[str, SubscriptionStatus]],
+         acked: Mapping[str, str],
+         node_set_changed: bool,
+         retry_failed: Container[str] | None = None) -> Plan:
+    """Actions that bring reachable nodes to `desired`.
+
+    desired: {sub_id: (node_id, spec)}; reported: {node_id: {sub_id: status}} for nodes that answered;
+    acked: {sub_id: node_id} of acknowledged sends; retry_failed: failed subscriptions that may be
+    re-sent now (None: all of them).
+    """
+    hard = node_set_changed
+    puts, drops, adopts = [], [], []
+    for sub_id, (node, spec) in sorted(desired.items(), key=lambda kv: (kv[1][0], kv[0])):
+        on_node = reported.get(node)
+        if on_node is None:
+            continue
+        status = on_node.get(sub_id)
+        may_retry = retry_failed is None or sub_id in retry_failed
+        reason = _put_reason(node, spec, status, acked.get(sub_id), hard, may_retry)
+        if reason is not None:
+            puts.append(Put(node, spec, reason))
+        elif status is not None and acked.get(sub_id) != node and status.state != "failed":
+            adopts.append(Adopt(node, sub_id))
+    for node in sorted(reported):
+        for sub_id in sorted(reported[node]):
+            want = desired.get(sub_id)
+            if want is None:
+                drops.append(Drop(node, sub_id, "stale"))
+            elif want[0] != node:
+                drops.append(Drop(node, sub_id, "moved"))
+    if hard:
+        kind = HARD
+    elif puts or drops:
+        kind = SOFT
+    else:
+        kind = None
+    return Plan(kind, tuple(puts), tuple(drops), tuple(adopts))

@@ -1,0 +1,79 @@
+import json
+import os
+import subprocess
+import sys
+import uuid
+
+import pytest
+
+from blackwidow.router import MODULO, RENDEZVOUS, assign, node_for
+
+NODES = [str(uuid.uuid5(uuid.NAMESPACE_URL, f"http://127.0.0.1:{8701 + i}")) for i in range(11)]
+SUBS = {f"sub-{i}": str(uuid.uuid5(uuid.NAMESPACE_URL, f"article-{i}")) for i in range(5000)}
+
+
+@pytest.mark.parametrize("strategy", [MODULO, RENDEZVOUS])
+def test_assignment_is_the_same_in_another_process_with_another_hash_seed(strategy):
+    subs = dict(list(SUBS.items())[:300])
+    code = ("import json, sys; from blackwidow.router import assign; "
+            "subs, nodes, strategy = json.loads(sys.stdin.read()); "
+            "print(json.dumps(assign(subs, nodes, strategy), sort_keys=True))")
+    outputs = set()
+    for seed in ("1", "4242"):
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        outputs.add(subprocess.run([sys.executable, "-c", code], input=json.dumps([subs, NODES[:5], strategy]),
+                                   env=env, capture_output=True, text=True, check=True).stdout.strip())
+    assert outputs == {json.dumps(assign(subs, NODES[:5], strategy), sort_keys=True)}
+
+
+@pytest.mark.parametrize("strategy", [MODULO, RENDEZVOUS])
+def test_assignment_spreads_evenly(strategy):
+    counts: dict[str, int] = {}
+    for node in assign(SUBS, NODES[:5], strategy).values():
+        counts[node] = counts.get(node, 0) + 1
+    assert set(counts) == set(NODES[:5])
+    assert min(counts.values()) > 900 and max(counts.values()) < 1100      # 1000 each, +-10 %
+
+
+def test_modulo_is_hash_modulo_over_sorted_node_ids():
+    from shared.hashing import stable_hash
+    ordered = sorted(NODES[:3])
+    result = assign(SUBS, reversed(NODES[:3]))          # input order does not matter
+    for sub_id, source in list(SUBS.items())[:100]:
+        assert result[sub_id] == ordered[stable_hash(source) % 3]
+
+
+@pytest.mark.parametrize("strategy", [MODULO, RENDEZVOUS])
+def test_subscriptions_on_the_same_article_share_a_node(strategy):
+    source = SUBS["sub-7"]
+    subs = {f"tenant-{i}": source for i in range(20)}
+    assert len(set(assign(subs, NODES, strategy).values())) == 1
+
+
+def test_no_live_nodes_assigns_nothing():
+    assert assign(SUBS, []) == {}
+
+
+def test_unknown_strategy_is_refused():
+    with pytest.raises(ValueError):
+        node_for("x", NODES, "random")
+
+
+def _moved_fraction(strategy: str) -> float:
+    before = assign(SUBS, NODES[:10], strategy)
+    after = assign(SUBS, NODES[:11], strategy)
+    return sum(before[s] != after[s] for s in SUBS) / len(SUBS)
+
+
+def test_growing_from_10_to_11_nodes_moves_most_with_modulo_and_few_with_rendezvous():
+    modulo, rendezvous = _moved_fraction(MODULO), _moved_fraction(RENDEZVOUS)
+    # modulo: a source stays only if h % 10 == h % 11, about 1 in 11; rendezvous: only what the new node wins
+    assert 0.85 < modulo < 0.95
+    assert 0.06 < rendezvous < 0.12
+    print(f"moved on 10->11 nodes: modulo {modulo:.1%}, rendezvous {rendezvous:.1%}")
+
+
+def test_rendezvous_moves_only_to_the_new_node():
+    before = assign(SUBS, NODES[:10], RENDEZVOUS)
+    after = assign(SUBS, NODES[:11], RENDEZVOUS)
+    assert {after[s] for s in SUBS if before[s] != after[s]} == {NODES[10]}
