@@ -1,0 +1,114 @@
+"""HTTP client for a spawn's node API (hub -> spawn). The only hub module that calls spawns.
+
+Exceptions (callers catch these, never requests.exceptions.*):
+    SpawnError
+     ├─ SpawnUnreachable   connection refused/reset, timeout, or a 5xx: the node may be down
+     ├─ SpawnRejected      a 4xx (401: wrong node secret; 422: the spawn refused our body)
+     └─ SpawnBadResponse   2xx whose body is not the agreed JSON shape
+The node secret travels only in the Authorization header and is never logged or put in messages.
+"""
+import logging
+from dataclasses import dataclass
+from urllib.parse import quote
+
+import requests
+
+from shared.errors import ValidationError
+from shared.wire import Poll, StatusReport, SubscriptionSpec
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT = (2.0, 5.0)     # (connect, read) seconds; a poll tick waits for its slowest node
+
+
+class SpawnError(Exception):
+    def __init__(self, message: str, *, node_url: str, status: int | None = None):
+        super().__init__(f"{message} ({node_url})")
+        self.node_url = node_url
+        self.status = status
+
+
+class SpawnUnreachable(SpawnError):
+    pass
+
+
+class SpawnRejected(SpawnError):
+    pass
+
+
+class SpawnBadResponse(SpawnError):
+    pass
+
+
+@dataclass(frozen=True)
+class PutAck:
+    """The spawn's answer to PUT /v1/subscriptions/{id}; changed=False means it already ran this spec."""
+    id: str
+    state: str
+    changed: bool
+
+
+class SpawnClient:
+    def __init__(self, http: requests.Session, node_secret: str, timeout=DEFAULT_TIMEOUT):
+        self._http = http
+        self._auth = {"Authorization": f"Bearer {node_secret}"}
+        self._timeout = timeout
+
+    def __repr__(self) -> str:
+        return f"SpawnClient(timeout={self._timeout!r})"
+
+    def poll(self, node_url: str, poll: Poll) -> StatusReport:
+        """POST /v1/status: the heartbeat. Returns what the node runs."""
+        body = self._call("POST", node_url, "/v1/status", poll.to_dict())
+        try:
+            return StatusReport.from_dict(body)
+        except ValidationError as exc:
+            raise SpawnBadResponse(f"status report: {exc.message}", node_url=node_url) from None
+
+    def put(self, node_url: str, spec: SubscriptionSpec) -> PutAck:
+        """PUT /v1/subscriptions/{id}. Idempotent: an equal spec changes nothing on the node."""
+        body = self._call("PUT", node_url, f"/v1/subscriptions/{quote(spec.id, safe='')}", spec.to_dict())
+        if not (isinstance(body, dict) and body.get("id") == spec.id and isinstance(body.get("state"), str)
+                and isinstance(body.get("changed"), bool)):
+            raise SpawnBadResponse("put: expected {id, state, changed} for the sent id", node_url=node_url)
+        return PutAck(id=body["id"], state=body["state"], changed=body["changed"])
+
+    def drop(self, node_url: str, subscription_id: str) -> None:
+        """DELETE /v1/subscriptions/{id}. Idempotent: an unknown id is success too."""
+        self._call("DELETE", node_url, f"/v1/subscriptions/{quote(subscription_id, safe='')}", None,
+                   ok_missing=True)
+
+    def _call(self, method: str, node_url: str, path: str, payload, *, ok_missing: bool = False):
+        url = node_url.rstrip("/") + path
+        try:
+            resp = self._http.request(method, url, json=payload, headers=self._auth, timeout=self._timeout)
+        except requests.Timeout:
+            raise SpawnUnreachable(f"{method} {path}: timed out", node_url=node_url) from None
+        except requests.RequestException as exc:
+            # the message names the failure class only: request details may echo headers
+            raise SpawnUnreachable(f"{method} {path}: {type(exc).__name__}", node_url=node_url) from None
+        if ok_missing and resp.status_code == 404:
+            return None
+        if resp.status_code >= 500:
+            raise SpawnUnreachable(f"{method} {path}: HTTP {resp.status_code}", node_url=node_url,
+                                   status=resp.status_code)
+        if resp.status_code >= 400:
+            raise SpawnRejected(f"{method} {path}: HTTP {resp.status_code} {_error_message(resp)}",
+                                node_url=node_url, status=resp.status_code)
+        if resp.status_code == 204 or not resp.content:
+            if method == "DELETE":
+                return None
+            raise SpawnBadResponse(f"{method} {path}: empty body", node_url=node_url, status=resp.status_code)
+        try:
+            return resp.json()
+        except ValueError:
+            raise SpawnBadResponse(f"{method} {path}: body is not JSON", node_url=node_url,
+                                   status=resp.status_code) from None
+
+
+def _error_message(resp: requests.Response) -> str:
+    try:
+        error = resp.json().get("error") or {}
+        return str(error.get("message", ""))[:200]
+    except (ValueError, AttributeError):
+        return ""

@@ -1,0 +1,112 @@
+import json
+import logging
+
+import pytest
+import requests
+import responses
+
+from blackwidow.spawn_client import (PutAck, SpawnBadResponse, SpawnClient, SpawnError, SpawnRejected,
+                                     SpawnUnreachable)
+from shared.wire import Poll, SubscriptionSpec
+
+NODE = "http://127.0.0.1:8701"
+SECRET = "s3cret-node-key"
+SPEC = SubscriptionSpec(id="sub/1", source_uuid="src-1", tenant_id="t1", wiki="https://en.wikipedia.org/w/api.php",
+                        title="Pyrus", quota=10)
+REPORT = {"node_id": "n1", "boot_id": "b1", "attached": True, "sources": 1,
+          "subscriptions": [{"id": "sub/1", "state": "running", "revisions": 3, "last_rev_id": 42,
+                             "spec": SPEC.to_dict()}]}
+
+
+@pytest.fixture
+def client():
+    return SpawnClient(requests.Session(), SECRET, timeout=(0.5, 1.0))
+
+
+@pytest.fixture
+def mocked():
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+        yield rsps
+
+
+def test_poll_posts_the_heartbeat_with_the_secret_and_parses_the_report(client, mocked):
+    mocked.post(f"{NODE}/v1/status", json=REPORT)
+    report = client.poll(NODE, Poll(node_id="n1", assigned=("sub/1",)))
+    assert report.boot_id == "b1" and report.subscriptions[0].revisions == 3
+    sent = mocked.calls[0].request
+    assert sent.headers["Authorization"] == f"Bearer {SECRET}"
+    assert json.loads(sent.body) == {"node_id": "n1", "assigned": ["sub/1"]}
+    assert SECRET.encode() not in sent.body
+
+
+def test_put_quotes_the_id_and_returns_the_ack(client, mocked):
+    mocked.put(f"{NODE}/v1/subscriptions/sub%2F1", json={"id": "sub/1", "state": "assigned", "changed": True})
+    assert client.put(NODE + "/", SPEC) == PutAck(id="sub/1", state="assigned", changed=True)
+    assert json.loads(mocked.calls[0].request.body) == SPEC.to_dict()
+
+
+@pytest.mark.parametrize("status", [200, 204, 404])
+def test_drop_is_idempotent(client, mocked, status):
+    mocked.delete(f"{NODE}/v1/subscriptions/sub%2F1", status=status)
+    assert client.drop(NODE, "sub/1") is None
+
+
+def test_timeout_is_unreachable(client, mocked):
+    mocked.post(f"{NODE}/v1/status", body=requests.exceptions.ReadTimeout("read timed out"))
+    with pytest.raises(SpawnUnreachable, match="timed out"):
+        client.poll(NODE, Poll(node_id="n1"))
+
+
+def test_connection_refused_is_unreachable(client, mocked):
+    mocked.put(f"{NODE}/v1/subscriptions/sub%2F1", body=requests.exceptions.ConnectionError("refused"))
+    with pytest.raises(SpawnUnreachable) as caught:
+        client.put(NODE, SPEC)
+    assert caught.value.node_url == NODE
+
+
+@pytest.mark.parametrize("status", [500, 502, 503])
+def test_5xx_is_unreachable_with_the_status(client, mocked, status):
+    mocked.post(f"{NODE}/v1/status", status=status, json={"error": {"message": "down"}})
+    with pytest.raises(SpawnUnreachable) as caught:
+        client.poll(NODE, Poll(node_id="n1"))
+    assert caught.value.status == status
+
+
+def test_401_is_rejected_and_the_message_never_holds_the_secret(client, mocked, caplog):
+    mocked.put(f"{NODE}/v1/subscriptions/sub%2F1", status=401,
+               json={"error": {"code": "unauthorized", "message": "bad node secret", "field": None}})
+    caplog.set_level(logging.DEBUG)
+    with pytest.raises(SpawnRejected) as caught:
+        client.put(NODE, SPEC)
+    assert caught.value.status == 401 and "bad node secret" in str(caught.value)
+    assert SECRET not in str(caught.value) and SECRET not in caplog.text and SECRET not in repr(client)
+
+
+def test_422_is_rejected(client, mocked):
+    mocked.put(f"{NODE}/v1/subscriptions/sub%2F1", status=422,
+               json={"error": {"code": "invalid", "message": "'title' is required", "field": "title"}})
+    with pytest.raises(SpawnRejected, match="title"):
+        client.put(NODE, SPEC)
+
+
+@pytest.mark.parametrize("body", ["<html>oops</html>", json.dumps({"boot_id": "b"}),
+                                  json.dumps({"boot_id": "b", "attached": True,
+                                              "subscriptions": [{"id": "x", "state": "bogus"}]})])
+def test_bad_status_bodies_are_bad_responses(client, mocked, body):
+    mocked.post(f"{NODE}/v1/status", body=body, content_type="application/json")
+    with pytest.raises(SpawnBadResponse):
+        client.poll(NODE, Poll(node_id="n1"))
+
+
+@pytest.mark.parametrize("body", [{"id": "other", "state": "assigned", "changed": True},
+                                  {"id": "sub/1", "state": "assigned"}, ["sub/1"]])
+def test_put_ack_must_name_the_sent_id(client, mocked, body):
+    mocked.put(f"{NODE}/v1/subscriptions/sub%2F1", json=body)
+    with pytest.raises(SpawnBadResponse):
+        client.put(NODE, SPEC)
+
+
+def test_every_failure_is_a_spawn_error(client, mocked):
+    mocked.post(f"{NODE}/v1/status", status=418)
+    with pytest.raises(SpawnError):
+        client.poll(NODE, Poll(node_id="n1"))
