@@ -1,0 +1,313 @@
+"""MediaWiki Action API client for revision histories. The only spawn module that imports requests.
+
+Exception tree (callers catch these, never requests' own):
+    MediaWikiError
+      ├── Retryable            retried here with backoff; re-raised once attempts run out
+      │     ├── TransportError     connection refused, reset, timeout
+      │     ├── ServerError        HTTP 5xx, or an API error the server says is temporary
+      │     ├── RateLimited        HTTP 429 or API 'ratelimited' (retry_after)
+      │     ├── Maxlagged          API 'maxlag' (retry_after, lag)
+      │     └── BadResponse        truncated JSON, HTML error page, missing or malformed fields
+      ├── ApiError             any other API error code: a request we should not repeat as is
+      ├── PageUnavailable      missing, invalid or special title (message from the API)
+      └── Cancelled            the caller's cancel event fired while waiting
+Requests use formatversion=2 and errorformat=plaintext (errors come as an `errors` list).
+"""
+import email.utils
+import logging
+import threading
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Callable, Iterator
+
+import requests
+
+from shared.hashing import wiki_key
+from shared.http import DEFAULT_TIMEOUT
+from shared.revisions.model import Revision
+from spawn import host_limiter
+from spawn.host_limiter import Backoff, HostLimiter
+
+logger = logging.getLogger(__name__)
+
+RVPROP = "ids|timestamp|flags|user|userid|size|sha1|comment|tags|contentmodel"
+MAX_TITLES = 50                 # titles/pageids per request for clients without apihighlimits
+DEFAULT_MAX_ATTEMPTS = 6
+
+
+class MediaWikiError(Exception):
+    retry_after: float | None = None
+
+
+class Retryable(MediaWikiError):
+    def __init__(self, message: str, retry_after: float | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class TransportError(Retryable):
+    pass
+
+
+class ServerError(Retryable):
+    pass
+
+
+class RateLimited(Retryable):
+    pass
+
+
+class Maxlagged(Retryable):
+    def __init__(self, message: str, retry_after: float | None = None, lag: float | None = None):
+        super().__init__(message, retry_after)
+        self.lag = lag
+
+
+class BadResponse(Retryable):
+    pass
+
+
+class ApiError(MediaWikiError):
+    def __init__(self, code: str, message: str):
+        super().__init__(f"{code}: {message}")
+        self.code = code
+
+
+class PageUnavailable(MediaWikiError):
+    pass
+
+
+class Cancelled(MediaWikiError):
+    pass
+
+
+# API codes that mean "try again later" rather than "your request is wrong"
+_TEMPORARY_CODES = {"readonly", "internal_api_error_DBQueryError", "internal_api_error_DBConnectionError",
+                    "internal_api_error_DBQueryTimeoutError"}
+
+
+@dataclass(frozen=True)
+class PageInfo:
+    page_id: int
+    ns: int
+    title: str
+    last_rev_id: int
+
+
+def _retry_after(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+
+
+def api_timestamp(ts: datetime) -> str:
+    return ts.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class MediaWikiClient:
+    """One wiki's api.php. Thread-safe: the host limiter serialises requests to the host."""
+
+    def __init__(self, http: requests.Session, api_url: str, *, limiter: HostLimiter, maxlag: int = 5,
+                 timeout=DEFAULT_TIMEOUT, backoff: Backoff | None = None,
+                 max_attempts: int = DEFAULT_MAX_ATTEMPTS, on_request: Callable[[str], None] | None = None):
+        self.http = http
+        self.api_url = api_url
+        self.host = wiki_key(api_url)
+        self.limiter = limiter
+        self.maxlag = maxlag
+        self.timeout = timeout
+        self.backoff = backoff or Backoff()
+        self.max_attempts = max_attempts
+        self._on_request = on_request or (lambda outcome: None)
+
+    # -- transport -------------------------------------------------------------------------
+    def query(self, params: dict, *, parse: Callable[[dict], object] | None = None,
+              cancel: threading.Event | None = None,
+              on_retry: Callable[[MediaWikiError, float], None] | None = None):
+        """One API call with bounded retries of Retryable failures, `parse` included (a body that
+        fails validation is fetched again). Returns parse(body), or the body. Raises MediaWikiError."""
+        full = {"action": "query", "format": "json", "formatversion": "2", "errorformat": "plaintext",
+                "maxlag": str(self.maxlag), **params}
+        attempt = 0
+        while True:
+            try:
+                with self.limiter.slot(self.host, cancel):
+                    body = self._once(full)
+                return parse(body) if parse is not None else body
+            except host_limiter.Cancelled:
+                raise Cancelled("cancelled") from None
+            except Retryable as exc:
+                attempt += 1
+                if attempt >= self.max_attempts:
+                    raise
+                delay = self.backoff.delay(attempt - 1, exc.retry_after)
+                self.limiter.pause(self.host, delay)
+                logger.warning("mediawiki.retry", extra={"host": self.host, "error": str(exc),
+                                                         "attempt": attempt, "delay_s": round(delay, 2)})
+                if on_retry is not None:
+                    on_retry(exc, delay)
+
+    def _once(self, params: dict) -> dict:
+        try:
+            resp = self.http.get(self.api_url, params=params, timeout=self.timeout)
+        except requests.RequestException as exc:
+            self._on_request("transport")
+            raise TransportError(f"{type(exc).__name__}: {exc}") from exc
+        outcome = "ok"
+        try:
+            return self._check(resp)
+        except MediaWikiError as exc:
+            outcome = type(exc).__name__
+            raise
+        finally:
+            self._on_request(outcome)
+
+    @staticmethod
+    def _check(resp: requests.Response) -> dict:
+        retry_after = _retry_after(resp.headers.get("Retry-After"))
+        if resp.status_code == 429:
+            raise RateLimited("HTTP 429 Too Many Requests", retry_after)
+        if resp.status_code >= 500:
+            raise ServerError(f"HTTP {resp.status_code}", retry_after)
+        if resp.status_code != 200:
+            raise ApiError(f"http_{resp.status_code}", f"HTTP {resp.status_code}")
+        ctype = resp.headers.get("Content-Type", "")
+        if "json" not in ctype:
+            raise BadResponse(f"expected JSON, got {ctype or 'no content type'}", retry_after)
+        try:
+            body = resp.json()
+        except ValueError:
+            raise BadResponse("truncated or invalid JSON") from None
+        if not isinstance(body, dict):
+            raise BadResponse("JSON body is not an object")
+        errors = body.get("errors") or ([body["error"]] if isinstance(body.get("error"), dict) else None)
+        if errors:
+            first = errors[0] if isinstance(errors[0], dict) else {}
+            code = str(first.get("code", "unknown"))
+            text = str(first.get("text") or first.get("info") or code)
+            if code == "maxlag":
+                lag = (first.get("data") or {}).get("lag", first.get("lag"))
+                raise Maxlagged(text, retry_after if retry_after is not None else 5.0, lag)
+            if code == "ratelimited":
+                raise RateLimited(text, retry_after)
+            if code in _TEMPORARY_CODES:
+                raise ServerError(f"{code}: {text}", retry_after)
+            raise ApiError(code, text)
+        return body
+
+    # -- pages -------------------------------------------------------------------------------
+    def resolve(self, title: str, **kw) -> PageInfo:
+        """Normalise the title and follow redirects as the wiki does. Raises PageUnavailable."""
+        page = self.query({"prop": "info", "titles": title, "redirects": "1"}, parse=_first_page, **kw)
+        if page.get("invalid"):
+            reason = page.get("invalidreason")
+            if isinstance(reason, dict):
+                reason = reason.get("text")
+            raise PageUnavailable(f"invalid title {title!r}: {reason or 'rejected by the wiki'}")
+        if page.get("missing"):
+            raise PageUnavailable(f"page {page.get('title', title)!r} does not exist")
+        if page.get("special") or "pageid" not in page:
+            raise PageUnavailable(f"{page.get('title', title)!r} is not an article with a history")
+        return _page_info(page)
+
+    def last_rev_ids(self, page_ids: list[int], **kw) -> dict[int, int | None]:
+        """lastrevid of up to 50 pages in one request; None for pages that no longer exist."""
+        if len(page_ids) > MAX_TITLES:
+            raise ValueError(f"at most {MAX_TITLES} pages per request")
+        def parse(body: dict) -> dict[int, int | None]:
+            out: dict[int, int | None] = {pid: None for pid in page_ids}
+            for page in _pages(body):
+                if "pageid" in page and not page.get("missing"):
+                    out[int(page["pageid"])] = _page_info(page).last_rev_id
+            return out
+        return self.query({"prop": "info", "pageids": "|".join(map(str, page_ids))}, parse=parse, **kw)
+
+    # -- history -----------------------------------------------------------------------------
+    def revision_batches(self, page: PageInfo, *, start: datetime | None = None, content: bool = False,
+                         **kw) -> Iterator[list[Revision]]:
+        """Oldest-first batches of a page's history from `start` (inclusive), following `continue`.
+        Each batch is fully validated before it is yielded; a bad batch is retried, never yielded."""
+        params = {"prop": "revisions", "pageids": str(page.page_id), "rvlimit": "max", "rvdir": "newer",
+                  "rvprop": RVPROP + ("|content" if content else ""), "rvslots": "main"}
+        if start is not None:
+            params["rvstart"] = api_timestamp(start)
+        cont: dict = {}
+        while True:
+            batch, more = self.query({**params, **cont}, parse=lambda b: self._parse_batch(b, page, content), **kw)
+            yield batch
+            if more is None:
+                return
+            cont = more
+
+    def _parse_batch(self, body: dict, page: PageInfo, content: bool) -> tuple[list[Revision], dict | None]:
+        more = body.get("continue")
+        if more is not None and not isinstance(more, dict):
+            raise BadResponse("'continue' is not an object")
+        pages = [p for p in _pages(body) if p.get("pageid") == page.page_id]
+        if not pages:
+            raise BadResponse(f"page {page.page_id} absent from the answer")
+        p = pages[0]
+        if "revisions" not in p:
+            if more:        # a batch cut short by the result size limit may carry no revision
+                return [], more
+            raise BadResponse("'revisions' missing from the answer")
+        if not isinstance(p["revisions"], list):
+            raise BadResponse("'revisions' is not a list")
+        wiki = wiki_key(self.api_url)
+        return [_revision(wiki, p, r, content) for r in p["revisions"]], more
+
+
+def _pages(body: dict) -> list[dict]:
+    query = body.get("query")
+    if not isinstance(query, dict) or not isinstance(query.get("pages"), list):
+        raise BadResponse("'query.pages' missing from the answer")
+    return [p for p in query["pages"] if isinstance(p, dict)]
+
+
+def _first_page(body: dict) -> dict:
+    pages = _pages(body)
+    if not pages:
+        raise BadResponse("prop=info answered without a page")
+    return pages[0]
+
+
+def _page_info(page: dict) -> PageInfo:
+    try:
+        return PageInfo(int(page["pageid"]), int(page["ns"]), str(page["title"]), int(page["lastrevid"]))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise BadResponse(f"page field missing or malformed: {exc}") from None
+
+
+def _revision(wiki: str, page: dict, r: dict, content: bool) -> Revision:
+    try:
+        slot = (r.get("slots") or {}).get("main") or {}
+        user_hidden = bool(r.get("userhidden"))
+        comment_hidden = bool(r.get("commenthidden"))
+        sha1_hidden = bool(r.get("sha1hidden"))
+        text_hidden = bool(slot.get("texthidden") or r.get("texthidden"))
+        text = None
+        if content and not text_hidden:
+            text = slot["content"]
+        return Revision(
+            wiki=wiki, page_id=int(page["pageid"]), ns=int(page["ns"]), title=str(page["title"]),
+            rev_id=int(r["revid"]), parent_id=int(r["parentid"]),
+            timestamp=datetime.fromisoformat(r["timestamp"]).astimezone(timezone.utc),
+            user=None if user_hidden else str(r["user"]),
+            user_id=None if user_hidden else int(r["userid"]),
+            anon=bool(r.get("anon")), minor=bool(r["minor"]), size=int(r["size"]),
+            sha1=None if sha1_hidden else str(r["sha1"]),
+            comment=None if comment_hidden else str(r["comment"]),
+            tags=tuple(str(t) for t in r["tags"]),
+            content_model=slot.get("contentmodel") or r.get("contentmodel"),
+            content=text, user_hidden=user_hidden, comment_hidden=comment_hidden,
+            sha1_hidden=sha1_hidden, text_hidden=text_hidden,
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise BadResponse(f"revision field missing or malformed: {exc!r}") from None

@@ -1,0 +1,22 @@
+"""Prometheus metrics of one spawn, on a registry of its own (tests build as many apps as they like)."""
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+
+class SpawnMetrics:
+    def __init__(self, registry: CollectorRegistry | None = None):
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.api_requests = Counter("bw_spawn_api_requests", "MediaWiki API requests by host and outcome",
+                                    ["host", "outcome"], registry=r)
+        self.revisions_written = Counter("bw_spawn_revisions_written", "Revisions written to the store",
+                                         ["wiki"], registry=r)
+        self.revisions_delivered = Counter("bw_spawn_revisions_delivered",
+                                           "Revisions delivered to subscribers (one per subscriber)", registry=r)
+        self.source_errors = Counter("bw_spawn_source_errors", "Harvest errors by kind", ["kind"], registry=r)
+        self.detaches = Counter("bw_spawn_detaches", "Times this node detached after hub silence", registry=r)
+        self.sources = Gauge("bw_spawn_sources", "Running data sources", registry=r)
+        self.subscribers = Gauge("bw_spawn_subscribers", "Subscribers held", registry=r)
+        self.attached = Gauge("bw_spawn_attached", "1 while attached to the hub", registry=r)
+
+    def request_counter(self, host: str):
+        return lambda outcome: self.api_requests.labels(host=host, outcome=outcome).inc()

@@ -1,0 +1,219 @@
+"""DataSource: the one fetcher of a (wiki, page), shared by its subscribers.
+
+Its thread resolves the title, resumes from the newest stored revision, fetches oldest-first
+batches, writes each batch once, then delivers it to every attached subscriber. When the history
+is complete it waits for the revisit batcher (or a new subscriber) to wake it. Errors never end
+the thread: they are reported on the subscribers and retried with backoff. stop() ends it without
+another write.
+"""
+import logging
+import threading
+import time
+from array import array
+from datetime import datetime, timezone
+from typing import Callable
+
+from shared.revisions.model import ResumePoint, Revision
+from shared.revisions.store import RevisionStore, StoreError
+from spawn import revisit
+from spawn.host_limiter import Backoff
+from spawn.mediawiki import Cancelled, MediaWikiClient, MediaWikiError, PageInfo, PageUnavailable
+from spawn.metrics import SpawnMetrics
+from spawn.revisit import RevisitBatcher
+from spawn.subscriber import Subscriber
+
+logger = logging.getLogger(__name__)
+
+
+class DataSource:
+    def __init__(self, key: str, title: str, *, client: MediaWikiClient, store: RevisionStore,
+                 batcher: RevisitBatcher, revisit_min_s: float, revisit_max_s: float,
+                 on_limit: Callable[[Subscriber], None], metrics: SpawnMetrics | None = None,
+                 backoff: Backoff | None = None, now=time.time):
+        self.key = key
+        self.title = title
+        self.client = client
+        self.store = store
+        self.batcher = batcher
+        self.revisit_min_s = revisit_min_s
+        self.revisit_max_s = revisit_max_s
+        self._on_limit = on_limit           # called (without locks held) for a subscriber that hit its quota
+        self.metrics = metrics or SpawnMetrics()
+        self.backoff = backoff or Backoff(base_s=2.0, cap_s=300.0)
+        self._now = now
+        self._subs: dict[str, Subscriber] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.page: PageInfo | None = None
+        self._ids: array | None = None      # stored rev ids, oldest first
+        self._ts = array("d")               # their timestamps (epoch seconds)
+        self.written = 0                    # revisions this process wrote for this source
+        self.complete = False
+
+    # -- subscribers (called by the registry under its lock) -------------------------------
+    def attach(self, sub: Subscriber) -> None:
+        with self._lock:
+            self._subs[sub.id] = sub
+            loaded = self._ids is not None
+            if loaded:
+                sub.credit(self._ids)
+        if loaded and sub.at_limit():
+            self._release(sub)
+        self._wake.set()    # a newcomer may want content or more revisions than the others
+
+    def detach(self, sub_id: str) -> int:
+        """Remove a subscriber; returns how many remain."""
+        with self._lock:
+            self._subs.pop(sub_id, None)
+            return len(self._subs)
+
+    def subscribers(self) -> list[Subscriber]:
+        with self._lock:
+            return list(self._subs.values())
+
+    def _release(self, sub: Subscriber) -> None:
+        self.detach(sub.id)
+        self._on_limit(sub)
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name=f"source-{self.title[:40]}", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        self.batcher.cancel(self.key)
+
+    def join(self, timeout: float | None = None) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    @property
+    def stopped(self) -> bool:
+        return self._stop.is_set()
+
+    # -- the loop --------------------------------------------------------------------------
+    def _run(self) -> None:
+        failures = 0
+        while not self._stop.is_set():
+            try:
+                self.run_once()
+                failures = 0
+                self._wake.wait()
+            except Cancelled:
+                return
+            except PageUnavailable as exc:
+                # the wiki's own message; retried only after the longest revisit interval
+                self._report("failed", str(exc))
+                self.metrics.source_errors.labels(kind="unavailable").inc()
+                if self._stop.wait(self.revisit_max_s):
+                    return
+            except (MediaWikiError, StoreError, Exception) as exc:   # one bad page never kills the thread
+                if not isinstance(exc, (MediaWikiError, StoreError)):
+                    logger.exception("source.error", extra={"title": self.title})
+                self.metrics.source_errors.labels(kind=type(exc).__name__).inc()
+                self._report("waiting", f"{type(exc).__name__}: {exc}")
+                delay = self.backoff.delay(failures)
+                failures += 1
+                if self._stop.wait(delay):
+                    return
+
+    def run_once(self) -> None:
+        """One pass: resolve, catch up from the resume point, schedule the revisit. Raises on errors."""
+        self._wake.clear()
+        self._prepare()
+        self._harvest()
+        self._schedule_revisit()
+
+    def _prepare(self) -> None:
+        if self.page is None:
+            self.page = self.client.resolve(self.title, cancel=self._stop, on_retry=self._on_retry)
+            logger.info("source.resolved", extra={"title": self.title, "page_id": self.page.page_id,
+                                                  "wiki": self.client.host})
+        if self._ids is None:
+            ids, ts = array("q"), array("d")
+            for rev in self.store.history(self.client.host, self.page.page_id):
+                ids.append(rev.rev_id)
+                ts.append(rev.timestamp.timestamp())
+            ids.reverse()
+            ts.reverse()
+            with self._lock:
+                self._ids, self._ts = ids, ts
+                subs = list(self._subs.values())
+            for sub in subs:
+                sub.credit(ids)
+                if sub.at_limit():
+                    self._release(sub)
+        self._report("running")
+
+    def _need(self) -> tuple[int | None, bool]:
+        """(how many more revisions some subscriber wants, None = no bound; whether any wants content)."""
+        subs = self.subscribers()
+        wants = [s.remaining() for s in subs]
+        need = 0 if not subs else (None if None in wants else max(wants))
+        return need, any(s.spec.content for s in subs)
+
+    def _harvest(self) -> None:
+        resume = self.store.resume_point(self.client.host, self.page.page_id)
+        need, content = self._need()
+        if need == 0:
+            return
+        self.complete = False
+        for batch in self.client.revision_batches(self.page, start=resume.timestamp if resume else None,
+                                                  content=content, cancel=self._stop,
+                                                  on_retry=self._on_retry):
+            fresh = [r for r in batch if resume is None or (r.timestamp, r.rev_id) > (resume.timestamp,
+                                                                                       resume.rev_id)]
+            need, _ = self._need()
+            if need == 0:
+                return
+            if need is not None:
+                fresh = fresh[:need]
+            if not fresh:
+                continue
+            if self._stop.is_set():
+                raise Cancelled("stopped before writing")
+            self.store.write(fresh)
+            resume = ResumePoint(fresh[-1].rev_id, fresh[-1].timestamp)
+            self._delivered(fresh)
+        self.complete = True
+
+    def _delivered(self, fresh: list[Revision]) -> None:
+        ids = [r.rev_id for r in fresh]
+        with self._lock:
+            self._ids.extend(ids)
+            self._ts.extend(r.timestamp.timestamp() for r in fresh)
+            subs = list(self._subs.values())
+        self.written += len(fresh)
+        self.metrics.revisions_written.labels(wiki=self.client.host).inc(len(fresh))
+        for sub in subs:
+            self.metrics.revisions_delivered.inc(sub.deliver(ids))
+            if sub.at_limit():
+                self._release(sub)
+
+    def _schedule_revisit(self) -> None:
+        with self._lock:
+            n = len(self._ids)
+            if not n or not self._subs:
+                return
+            newest = [datetime.fromtimestamp(t, timezone.utc) for t in self._ts[-revisit.window_size(n):]][::-1]
+            last_id = self._ids[-1]
+        interval = revisit.interval_from_history(newest, n)
+        age = self._now() - newest[0].timestamp()
+        delay = revisit.first_delay(interval, age, self.revisit_min_s, self.revisit_max_s)
+        every = revisit.clamp(interval or self.revisit_max_s, self.revisit_min_s, self.revisit_max_s)
+        self.batcher.schedule(self.key, self.page.page_id, last_id, delay, every, self.wake)
+
+    def _on_retry(self, exc: MediaWikiError, delay: float) -> None:
+        for sub in self.subscribers():
+            sub.note_error(f"{type(exc).__name__}: {exc} (retrying in {delay:.1f}s)")
+
+    def _report(self, state: str, error: str | None = None) -> None:
+        for sub in self.subscribers():
+            sub.set_state(state, error)

@@ -1,0 +1,96 @@
+"""Test doubles for spawn unit tests: a clock, an in-memory RevisionStore, a scripted wiki."""
+import threading
+from datetime import datetime, timedelta, timezone
+
+from shared.revisions.model import ResumePoint, Revision
+from spawn.mediawiki import PageInfo
+
+
+class FakeClock:
+    def __init__(self, start: float = 1000.0):
+        self.now = start
+        self.slept: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+class MemoryStore:
+    """The RevisionStore protocol over a dict, for unit tests only."""
+
+    def __init__(self):
+        self.rows: dict[tuple[str, int], Revision] = {}
+        self.writes = 0
+        self._lock = threading.Lock()
+
+    def write(self, revisions):
+        with self._lock:
+            self.writes += 1
+            for r in revisions:
+                self.rows.setdefault((r.wiki, r.rev_id), r)
+
+    def _page(self, wiki, page_id):
+        return sorted((r for r in self.rows.values() if r.wiki == wiki and r.page_id == page_id),
+                      key=lambda r: (r.timestamp, r.rev_id), reverse=True)
+
+    def resume_point(self, wiki, page_id):
+        revs = self._page(wiki, page_id)
+        return ResumePoint(revs[0].rev_id, revs[0].timestamp) if revs else None
+
+    def history(self, wiki, page_id, *, since=None, until=None):
+        return iter(self._page(wiki, page_id))
+
+    def revisions(self, wiki=None):
+        return [r for r in self.rows.values() if wiki is None or r.wiki == wiki]
+
+    def close(self):
+        pass
+
+
+T0 = datetime(2020, 1, 1, tzinfo=timezone.utc)
+
+
+def make_revisions(n: int, *, wiki="wiki.test", page_id=7, title="Page", start_id=100, every=timedelta(hours=1)):
+    return [Revision(wiki=wiki, page_id=page_id, ns=0, title=title, rev_id=start_id + i,
+                     parent_id=start_id + i - 1 if i else 0, timestamp=T0 + i * every, user=f"U{i % 5}",
+                     user_id=i % 5 + 1, anon=False, minor=False, size=100 + i, sha1="0" * 40, comment=f"c{i}")
+            for i in range(n)]
+
+
+class FakeWiki:
+    """Stands in for MediaWikiClient in DataSource tests: serves `history` oldest-first in batches."""
+
+    def __init__(self, history, *, batch=10, page=PageInfo(7, 0, "Page", 0), host="wiki.test"):
+        self.history = list(history)
+        self.batch = batch
+        self.page = page
+        self.host = host
+        self.calls: list[tuple] = []
+
+    def resolve(self, title, **kw):
+        self.calls.append(("resolve", title))
+        return self.page
+
+    def revision_batches(self, page, *, start=None, content=False, **kw):
+        self.calls.append(("revisions", start, content))
+        revs = [r for r in self.history if start is None or r.timestamp >= start]
+        for i in range(0, max(len(revs), 1), self.batch):
+            yield revs[i:i + self.batch]
+
+
+class FakeBatcher:
+    def __init__(self):
+        self.scheduled: dict[str, tuple] = {}
+
+    def schedule(self, key, page_id, last_rev_id, delay_s, interval_s, wake):
+        self.scheduled[key] = (page_id, last_rev_id, delay_s, interval_s)
+
+    def cancel(self, key):
+        self.scheduled.pop(key, None)

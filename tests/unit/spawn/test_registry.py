@@ -1,0 +1,208 @@
+"""Registry and DataSource semantics without servers: sources run one pass at a time by hand."""
+from dataclasses import replace
+
+import pytest
+
+from shared.hashing import source_uuid
+from shared.wire import SubscriptionSpec
+from spawn.registry import Registry
+from spawn.source import DataSource
+from tests.unit.spawn.fakes import FakeBatcher, FakeClock, FakeWiki, MemoryStore, make_revisions
+
+WIKI = "http://wiki.test/w/api.php"
+
+
+def spec(sub_id="s1", title="Page", quota=None, content=False, tenant="t1"):
+    return SubscriptionSpec(id=sub_id, source_uuid=str(source_uuid(WIKI, title)), tenant_id=tenant, wiki=WIKI,
+                            title=title, content=content, quota=quota)
+
+
+class ManualSource(DataSource):
+    """A DataSource whose thread never starts: the test calls run_once()."""
+    started = 0
+
+    def start(self):
+        self.started += 1
+
+
+class Harness:
+    def __init__(self, revisions=50, batch=10):
+        self.clock = FakeClock()
+        self.store = MemoryStore()
+        self.wiki = FakeWiki(make_revisions(revisions), batch=batch)
+        self.batcher = FakeBatcher()
+        self.made: list[ManualSource] = []
+        self.registry = Registry(self.make, orphan_after_s=20.0, clock=self.clock)
+
+    def make(self, s, on_limit):
+        src = ManualSource(s.source_uuid, s.title, client=self.wiki, store=self.store, batcher=self.batcher,
+                           revisit_min_s=60, revisit_max_s=86400, on_limit=on_limit, now=lambda: 2e9)
+        self.made.append(src)
+        return src
+
+    def status(self, sub_id):
+        return next(s for s in self.registry.snapshot() if s.id == sub_id)
+
+    def run(self):
+        for src in list(self.made):
+            if not src.stopped:
+                src.run_once()
+
+
+def test_two_subscriptions_on_one_article_share_one_source_and_both_get_everything():
+    h = Harness()
+    h.registry.upsert(spec("a"))
+    h.registry.upsert(spec("b", tenant="t2"))
+    assert len(h.made) == 1 and h.made[0].started == 1
+    assert h.registry.counts() == {"subscribers": 2, "sources": 1}
+    h.run()
+    assert len(h.store.rows) == 50
+    for sub_id in "ab":
+        st = h.status(sub_id)
+        assert (st.state, st.revisions, st.last_rev_id) == ("running", 50, 149)
+
+
+def test_late_subscriber_is_credited_with_what_is_stored_and_nothing_is_fetched_twice():
+    h = Harness()
+    h.registry.upsert(spec("a"))
+    h.run()
+    writes = h.store.writes
+    h.registry.upsert(spec("b", quota=30))
+    assert h.status("b").revisions == 30 and h.status("b").state == "limit_reached"
+    h.registry.upsert(spec("c"))
+    h.run()
+    assert h.status("c").revisions == 50 and h.store.writes == writes
+
+
+def test_same_spec_twice_changes_nothing():
+    h = Harness()
+    _, changed = h.registry.upsert(spec("a"))
+    assert changed
+    status, changed = h.registry.upsert(spec("a"))
+    assert not changed and status.id == "a"
+    assert len(h.made) == 1 and h.made[0].started == 1
+
+
+def test_changed_quota_updates_in_place_without_restarting_the_source():
+    h = Harness()
+    h.registry.upsert(spec("a", quota=10))
+    h.registry.upsert(spec("b"))
+    h.run()
+    assert h.status("a").state == "limit_reached" and h.status("a").revisions == 10
+    _, changed = h.registry.upsert(spec("a", quota=40))
+    assert changed and len(h.made) == 1 and h.made[0].started == 1 and not h.made[0].stopped
+    st = h.status("a")
+    assert (st.state, st.revisions, st.last_rev_id) == ("limit_reached", 40, 139)
+    assert st.spec["quota"] == 40
+    h.registry.upsert(spec("a", quota=80))
+    st = h.status("a")
+    assert (st.state, st.revisions, st.last_rev_id) == ("running", 50, 149)
+    assert len(h.made) == 1 and h.made[0].started == 1
+
+
+def test_content_flag_change_is_applied_to_the_next_batches_in_place():
+    h = Harness()
+    h.registry.upsert(spec("a"))
+    h.run()
+    h.registry.upsert(spec("a", content=True))
+    h.wiki.history += make_revisions(5, start_id=150)[0:0]     # nothing new upstream
+    h.run()
+    assert h.wiki.calls[-1][2] is True and len(h.made) == 1
+
+
+def test_quota_caps_what_the_source_writes():
+    h = Harness(revisions=50, batch=20)
+    h.registry.upsert(spec("a", quota=25))
+    h.run()
+    assert len(h.store.rows) == 25                      # never fetched-and-stored beyond the quota
+    st = h.status("a")
+    assert (st.state, st.revisions, st.last_rev_id) == ("limit_reached", 25, 124)
+    assert h.registry.counts() == {"subscribers": 1, "sources": 0}     # it left; last out stopped the source
+    assert h.made[0].stopped
+
+
+def test_quota_zero_needs_no_source():
+    h = Harness()
+    status, _ = h.registry.upsert(spec("a", quota=0))
+    assert status.state == "limit_reached" and h.made == []
+
+
+def test_last_subscriber_out_stops_the_source_and_delete_is_idempotent():
+    h = Harness()
+    h.registry.upsert(spec("a"))
+    h.registry.upsert(spec("b"))
+    assert h.registry.remove("a")
+    assert not h.made[0].stopped
+    assert h.registry.remove("b")
+    assert h.made[0].stopped and h.registry.counts() == {"subscribers": 0, "sources": 0}
+    assert not h.registry.remove("b") and not h.registry.remove("never-seen")
+
+
+def test_resume_from_the_store_drops_the_already_stored_revision():
+    h = Harness(revisions=30)
+    h.registry.upsert(spec("a"))
+    h.run()
+    h.wiki.history += make_revisions(40)[30:]
+    h.made[0].wake()
+    h.run()
+    assert len(h.store.rows) == 40 and h.status("a").revisions == 40
+    start = h.wiki.calls[-1][1]
+    assert start == make_revisions(30)[-1].timestamp    # rvstart = newest stored, inclusive
+
+
+def test_orphans_are_dropped_after_the_timeout_and_named_ones_are_kept():
+    h = Harness()
+    h.registry.upsert(spec("a"))
+    h.registry.upsert(spec("b", title="Other"))
+    h.clock.advance(15)
+    assert h.registry.poll(("a",)) == []
+    h.clock.advance(10)                     # b last seen 25 s ago, a 10 s ago
+    assert h.registry.poll(("a",)) == ["b"]
+    assert [s.id for s in h.registry.snapshot()] == ["a"]
+    assert h.registry.counts()["sources"] == 1
+
+
+def test_a_put_refreshes_the_orphan_timer():
+    h = Harness()
+    h.registry.upsert(spec("a"))
+    h.clock.advance(19)
+    h.registry.upsert(spec("a"))
+    h.clock.advance(19)
+    assert h.registry.poll(()) == []
+
+
+def test_clear_stops_every_source_and_drops_every_job():
+    h = Harness()
+    h.registry.upsert(spec("a"))
+    h.registry.upsert(spec("b", title="Other"))
+    h.registry.clear()
+    assert all(s.stopped for s in h.made) and h.registry.snapshot() == []
+
+
+def test_missing_page_is_a_failed_state_with_the_message():
+    from spawn.mediawiki import PageUnavailable
+    h = Harness()
+
+    def missing(title, **kw):
+        raise PageUnavailable("page 'Page' does not exist")
+    h.wiki.resolve = missing
+    h.registry.upsert(spec("a"))
+    with pytest.raises(PageUnavailable):
+        h.run()
+
+
+def test_revisit_is_scheduled_with_the_seed_rule_after_the_history_is_complete():
+    h = Harness(revisions=50)
+    h.registry.upsert(spec("a"))
+    h.run()
+    page_id, last_id, delay, every = h.batcher.scheduled[spec("a").source_uuid]
+    assert (page_id, last_id) == (7, 149)
+    assert every == pytest.approx(19 * 3600 / 20)     # newest 20 revisions, one hour apart
+    assert delay == 60                                # the last edit is long past: first check soon
+
+
+def test_a_changed_article_under_the_same_id_moves_the_subscriber():
+    h = Harness()
+    h.registry.upsert(spec("a"))
+    h.registry.upsert(replace(spec("a", title="Other")))
+    assert h.made[0].stopped and len(h.made) == 2
