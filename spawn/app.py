@@ -1,0 +1,74 @@
+"""The spawn's WSGI app: create_app(node, secret) wires routes; get_app() builds everything from
+BW_* inside the gunicorn worker (after the fork) and starts the background threads there."""
+import logging
+import threading
+
+import falcon
+
+from shared.config import SpawnConfig
+from shared.http import make_session
+from shared.http_auth import BearerAuth
+from shared.http_errors import register_error_handlers
+from shared.logging import setup_logging
+from shared.revisions.store import RevisionStore
+from spawn.hub_client import HubClient
+from spawn.metrics import SpawnMetrics
+from spawn.node import Node
+from spawn.registry import Registry
+from spawn.resources.health import HealthResource, MetricsResource
+from spawn.resources.status import StatusResource
+from spawn.resources.subscriptions import SubscriptionsResource
+from spawn.wikis import Wikis
+
+logger = logging.getLogger(__name__)
+
+
+def create_app(node: Node, *, secret: str) -> falcon.App:
+    app = falcon.App(middleware=[BearerAuth(secret)])
+    register_error_handlers(app)
+    app.add_route("/v1/subscriptions/{sub_id}", SubscriptionsResource(node), suffix="item")
+    app.add_route("/v1/status", StatusResource(node))
+    app.add_route("/health", HealthResource(node))
+    app.add_route("/metrics", MetricsResource(node))
+    return app
+
+
+def build_node(config: SpawnConfig, *, store: RevisionStore, metrics: SpawnMetrics | None = None) -> Node:
+    metrics = metrics or SpawnMetrics()
+    wikis = Wikis(config, http=make_session(config.user_agent), store=store, metrics=metrics)
+    registry = Registry(wikis.make_source, orphan_after_s=config.orphan_after_s)
+    hub = HubClient(make_session(config.user_agent, pool_size=2), config.hub_url, config.node_secret,
+                    timeout=(5.0, 10.0))
+    return Node(registry, hub, advertise_url=config.advertise_url, detach_after_s=config.detach_after_s,
+                metrics=metrics, on_detach=None)
+
+
+_lock = threading.Lock()
+_node: Node | None = None
+_store: RevisionStore | None = None
+_app: falcon.App | None = None
+
+
+def get_app() -> falcon.App:
+    """Gunicorn's entry point ('spawn.app:get_app()'): one node per worker process."""
+    global _node, _store, _app
+    with _lock:
+        if _app is None:
+            from shared.revisions.factory import open_store     # imports cassandra only when configured
+            config = SpawnConfig.from_env()
+            setup_logging(config.log_json, config.log_level)
+            _store = open_store(config)
+            _node = build_node(config, store=_store)
+            _node.start()
+            _app = create_app(_node, secret=config.node_secret)
+            logger.info("spawn.started", extra={"advertise_url": config.advertise_url, "hub": config.hub_url})
+        return _app
+
+
+def shutdown() -> None:
+    """Called from gunicorn's worker_exit hook: stop sources before the process goes."""
+    with _lock:
+        if _node is not None:
+            _node.shutdown()
+        if _store is not None:
+            _store.close()

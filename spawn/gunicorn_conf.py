@@ -1,0 +1,19 @@
+"""Gunicorn settings for a spawn: ONE worker (the registry and fetcher threads live in its memory),
+threads for concurrent hub calls, no preload (get_app() runs after the fork). BW_BIND sets the address."""
+import os
+
+bind = os.environ.get("BW_BIND", "127.0.0.1:8701")
+workers = 1
+worker_class = "gthread"
+threads = int(os.environ.get("BW_SPAWN_THREADS", "8"))
+preload_app = False
+timeout = 60
+graceful_timeout = 10
+accesslog = None
+errorlog = "-"
+loglevel = "warning"
+
+
+def worker_exit(server, worker):
+    from spawn.app import shutdown
+    shutdown()

@@ -1,0 +1,148 @@
+"""The node's attachment to the hub: registration (with backoff and jitter until the hub answers),
+heartbeats, and detach on hub silence (stop every source, drop every job, register again).
+
+Any authenticated call from the hub proves it is alive, so polls, PUTs and DELETEs all count as
+heartbeats. boot_id changes on detach as on a restart: the node's jobs are gone either way.
+"""
+import logging
+import threading
+import time
+import uuid
+
+from shared.hashing import node_id_for
+from shared.wire import Poll, RegistrationAck, StatusReport, SubscriptionSpec, SubscriptionStatus
+from spawn.host_limiter import Backoff
+from spawn.hub_client import HubClient, HubError
+from spawn.metrics import SpawnMetrics
+from spawn.registry import Registry
+from spawn.watchdog import DetachWatchdog
+
+logger = logging.getLogger(__name__)
+
+
+class Node:
+    def __init__(self, registry: Registry, hub: HubClient, *, advertise_url: str, detach_after_s: float,
+                 metrics: SpawnMetrics | None = None, backoff: Backoff | None = None, clock=time.monotonic,
+                 wait=None, on_detach=None):
+        self.registry = registry
+        self.hub = hub
+        self.advertise_url = advertise_url.rstrip("/")
+        self.node_id = node_id_for(self.advertise_url)
+        self.metrics = metrics or SpawnMetrics()
+        self.backoff = backoff or Backoff(base_s=0.5, cap_s=30.0)
+        self.boot_id = uuid.uuid4().hex
+        self.attached = False
+        self.poll_interval_s: float | None = None
+        self.watchdog = DetachWatchdog(detach_after_s, self.detach, clock=clock)
+        self._extra_on_detach = on_detach
+        self._stop = threading.Event()
+        self._wait = wait or self._stop.wait       # backoff waits end early on shutdown
+        self._need_register = threading.Event()
+        self._need_register.set()
+        self._threads: list[threading.Thread] = []
+
+    # -- hub contact -----------------------------------------------------------------------
+    def contact(self) -> None:
+        self.watchdog.touch()
+        if not self.attached:
+            logger.info("node.attached", extra={"node_id": self.node_id})
+        self.attached = True
+        self.metrics.attached.set(1)
+
+    def heartbeat(self, poll: Poll | None = None) -> StatusReport:
+        self.contact()
+        if poll is not None:
+            if poll.node_id != self.node_id:
+                logger.warning("node.poll_for_other_id", extra={"expected": self.node_id, "got": poll.node_id})
+            self.registry.poll(poll.assigned)
+        return self.report()
+
+    def put(self, spec: SubscriptionSpec) -> tuple[SubscriptionStatus, bool]:
+        self.contact()
+        return self.registry.upsert(spec)
+
+    def delete(self, sub_id: str) -> bool:
+        self.contact()
+        return self.registry.remove(sub_id)
+
+    # -- views -----------------------------------------------------------------------------
+    def report(self) -> StatusReport:
+        subs = tuple(self.registry.snapshot())
+        counts = self.registry.counts()
+        self.metrics.subscribers.set(counts["subscribers"])
+        self.metrics.sources.set(counts["sources"])
+        return StatusReport(node_id=self.node_id, boot_id=self.boot_id, attached=self.attached,
+                            subscriptions=subs, sources=counts["sources"])
+
+    def health(self) -> dict:
+        counts = self.registry.counts()
+        return {"status": "ok", "node_id": self.node_id, "attached": self.attached,
+                "state": "attached" if self.attached else "detached", **counts,
+                "load": counts["subscribers"]}
+
+    # -- detach and registration -------------------------------------------------------------
+    def detach(self) -> None:
+        logger.warning("node.detached", extra={"node_id": self.node_id,
+                                               "after_s": self.watchdog.timeout_s})
+        self.attached = False
+        self.metrics.attached.set(0)
+        self.metrics.detaches.inc()
+        self.boot_id = uuid.uuid4().hex
+        self.registry.clear()
+        if self._extra_on_detach is not None:
+            self._extra_on_detach()
+        self._need_register.set()
+
+    def register_once(self) -> RegistrationAck:
+        ack = self.hub.register(self.advertise_url)
+        self.apply(ack)
+        return ack
+
+    def apply(self, ack: RegistrationAck) -> None:
+        if ack.id != self.node_id:
+            logger.warning("node.id_mismatch", extra={"expected": self.node_id, "got": ack.id})
+        self.node_id = ack.id
+        self.poll_interval_s = ack.poll_interval_s
+        self.watchdog.timeout_s = ack.detach_after_s
+        self.registry.orphan_after_s = ack.orphan_after_s
+        self._need_register.clear()
+        self.contact()
+        logger.info("node.registered", extra={"node_id": ack.id, "hub": self.hub.hub_url})
+
+    @property
+    def registration_pending(self) -> bool:
+        return self._need_register.is_set()
+
+    def register_until_answered(self) -> bool:
+        """Register, backing off with jitter between failures, until the hub answers or shutdown."""
+        attempt = 0
+        while not self._stop.is_set():
+            try:
+                self.register_once()
+                return True
+            except HubError as exc:
+                delay = self.backoff.delay(attempt)
+                attempt += 1
+                logger.warning("node.register_failed", extra={"error": str(exc), "retry_in_s": round(delay, 2)})
+                if self._wait(delay):
+                    return False
+        return False
+
+    def _register_loop(self) -> None:
+        while not self._stop.is_set():
+            if self._need_register.wait(0.5):
+                self.register_until_answered()
+
+    # -- threads -----------------------------------------------------------------------------
+    def start(self) -> None:
+        for name, target in (("register", self._register_loop),
+                             ("watchdog", lambda: self.watchdog.run(self._stop))):
+            t = threading.Thread(target=target, name=f"node-{name}", daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    def shutdown(self) -> None:
+        self._stop.set()
+        self.registry.clear()
+        for t in self._threads:
+            t.join(2.0)

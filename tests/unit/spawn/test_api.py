@@ -1,0 +1,122 @@
+"""The node API through falcon.testing.TestClient over create_app (fake sources, no servers)."""
+import pytest
+from falcon import testing
+
+from spawn.app import create_app
+from tests.unit.spawn.test_node import make_node
+from tests.unit.spawn.test_registry import spec
+
+SECRET = "s3cret-node"
+AUTH = {"Authorization": f"Bearer {SECRET}"}
+
+
+@pytest.fixture
+def env():
+    h, node = make_node()
+    node.register_once()
+    return h, node, testing.TestClient(create_app(node, secret=SECRET))
+
+
+def put(client, s, headers=AUTH):
+    return client.simulate_put(f"/v1/subscriptions/{s.id}", json=s.to_dict(), headers=headers)
+
+
+@pytest.mark.parametrize("method, path", [("GET", "/v1/status"), ("POST", "/v1/status"),
+                                          ("PUT", "/v1/subscriptions/a"), ("DELETE", "/v1/subscriptions/a")])
+@pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer wrong"}, {"Authorization": SECRET},
+                                     {"Authorization": f"Basic {SECRET}"}])
+def test_hub_calls_without_the_node_secret_are_401(env, method, path, headers):
+    _, _, client = env
+    resp = client.simulate_request(method, path, headers=headers, json={})
+    assert resp.status_code == 401
+    assert resp.json["error"]["code"] == "unauthorized" and resp.json["error"]["field"] == "Authorization"
+    assert SECRET not in resp.text
+
+
+def test_put_is_idempotent(env):
+    h, _, client = env
+    first = put(client, spec("a"))
+    assert first.status_code == 200 and first.json == {"id": "a", "state": "assigned", "changed": True}
+    again = put(client, spec("a"))
+    assert again.status_code == 200 and again.json["changed"] is False
+    changed = put(client, spec("a", quota=5))
+    assert changed.json["changed"] is True and len(h.made) == 1
+
+
+def test_delete_unknown_is_200(env):
+    _, _, client = env
+    resp = client.simulate_delete("/v1/subscriptions/nope", headers=AUTH)
+    assert resp.status_code == 200 and resp.json == {"id": "nope", "removed": False}
+    put(client, spec("a"))
+    assert client.simulate_delete("/v1/subscriptions/a", headers=AUTH).json["removed"] is True
+
+
+@pytest.mark.parametrize("mutate, field", [
+    (lambda d: d.pop("title"), "title"),
+    (lambda d: d.update(quota=-1), "quota"),
+    (lambda d: d.update(quota="10"), "quota"),
+    (lambda d: d.update(content="yes"), "content"),
+    (lambda d: d.update(id="other"), "id"),
+    (lambda d: d.update(wiki="ftp://x/api.php"), "wiki"),
+    (lambda d: d.update(title="  "), "title"),
+])
+def test_bad_specs_are_4xx_naming_the_field(env, mutate, field):
+    _, _, client = env
+    body = spec("a").to_dict()
+    mutate(body)
+    resp = client.simulate_put("/v1/subscriptions/a", json=body, headers=AUTH)
+    assert 400 <= resp.status_code < 500 and resp.json["error"]["field"] == field
+
+
+def test_malformed_json_and_wrong_content_type_are_4xx(env):
+    _, _, client = env
+    resp = client.simulate_put("/v1/subscriptions/a", body="{not json", headers={**AUTH, "Content-Type":
+                                                                                 "application/json"})
+    assert resp.status_code == 400 and "error" in resp.json
+    resp = client.simulate_put("/v1/subscriptions/a", body="x=1", headers={**AUTH, "Content-Type": "text/plain"})
+    assert resp.status_code == 415
+
+
+def test_post_status_with_a_poll_refreshes_orphan_timers_and_reports(env):
+    h, node, client = env
+    put(client, spec("a"))
+    put(client, spec("b", title="Other"))
+    h.clock.advance(25)
+    resp = client.simulate_post("/v1/status", json={"node_id": node.node_id, "assigned": ["a"]}, headers=AUTH)
+    assert resp.status_code == 200
+    body = resp.json
+    assert [s["id"] for s in body["subscriptions"]] == ["a"]          # b was an orphan
+    assert body["attached"] is True and body["node_id"] == node.node_id and body["boot_id"]
+    assert body["subscriptions"][0]["spec"]["title"] == "Page"
+    assert "secret" not in resp.text.lower()
+
+
+def test_poll_with_a_bad_body_names_the_field(env):
+    _, _, client = env
+    resp = client.simulate_post("/v1/status", json={"node_id": "n", "assigned": [1]}, headers=AUTH)
+    assert resp.status_code == 422 and resp.json["error"]["field"] == "assigned"
+
+
+def test_get_status_is_a_heartbeat(env):
+    h, node, client = env
+    h.clock.advance(14)
+    assert client.simulate_get("/v1/status", headers=AUTH).status_code == 200
+    h.clock.advance(14)
+    assert not node.watchdog.check()
+
+
+def test_health_and_metrics_need_no_secret(env):
+    _, _, client = env
+    put(client, spec("a"))
+    health = client.simulate_get("/health")
+    assert health.status_code == 200
+    assert health.json["attached"] is True and health.json["subscribers"] == 1 and health.json["sources"] == 1
+    metrics = client.simulate_get("/metrics")
+    assert metrics.status_code == 200 and "bw_spawn_subscribers 1.0" in metrics.text
+    assert SECRET not in metrics.text
+
+
+def test_unknown_route_is_a_json_404(env):
+    _, _, client = env
+    resp = client.simulate_get("/v1/nothing", headers=AUTH)
+    assert resp.status_code == 404 and resp.json["error"]["code"]

@@ -1,0 +1,89 @@
+"""Attach/detach lifecycle with an injected clock: no threads, no servers."""
+from shared.wire import Poll, RegistrationAck
+from spawn.host_limiter import Backoff
+from spawn.hub_client import HubUnreachable
+from spawn.node import Node
+from tests.unit.spawn.test_registry import Harness, spec
+
+
+class FakeHub:
+    hub_url = "http://hub.test"
+
+    def __init__(self, fail=0):
+        self.fail = fail
+        self.calls = 0
+
+    def register(self, url):
+        self.calls += 1
+        if self.calls <= self.fail:
+            raise HubUnreachable("connection refused")
+        return RegistrationAck(id="node-1", poll_interval_s=2.0, detach_after_s=15.0, orphan_after_s=20.0)
+
+
+def make_node(hub=None, wait=None):
+    h = Harness()
+    node = Node(h.registry, hub or FakeHub(), advertise_url="http://127.0.0.1:9999", detach_after_s=15.0,
+                backoff=Backoff(base_s=1.0, cap_s=8.0, rand=lambda: 1.0), clock=h.clock, wait=wait)
+    return h, node
+
+
+def test_registration_applies_the_hubs_timings_and_arms_the_watchdog():
+    h, node = make_node()
+    node.register_once()
+    assert node.attached and node.node_id == "node-1" and node.watchdog.armed
+    assert h.registry.orphan_after_s == 20.0 and node.poll_interval_s == 2.0
+
+
+def test_hub_silence_detaches_drops_everything_and_asks_to_register_again():
+    h, node = make_node()
+    node.register_once()
+    node.put(spec("a"))
+    boot = node.boot_id
+    h.clock.advance(10)
+    node.heartbeat(Poll(node_id="node-1", assigned=("a",)))
+    h.clock.advance(14)
+    assert not node.watchdog.check()              # 14 s of silence < 15 s
+    h.clock.advance(2)
+    assert node.watchdog.check()
+    assert not node.attached and node.boot_id != boot
+    assert h.registry.snapshot() == [] and all(s.stopped for s in h.made)
+    assert node.registration_pending
+    assert not node.watchdog.check()              # fires once, then disarmed until the hub is back
+    node.register_once()
+    assert node.attached and not node.registration_pending
+
+
+def test_a_fresh_node_never_detaches_before_first_contact():
+    h, node = make_node()
+    h.clock.advance(1000)
+    assert not node.watchdog.check()
+
+
+def test_any_hub_call_is_a_heartbeat():
+    h, node = make_node()
+    node.register_once()
+    for call in (lambda: node.put(spec("a")), lambda: node.delete("a"), lambda: node.heartbeat()):
+        h.clock.advance(14)
+        call()
+    h.clock.advance(14)
+    assert not node.watchdog.check() and node.attached
+
+
+def test_registration_retries_with_growing_backoff_until_the_hub_answers():
+    hub = FakeHub(fail=4)
+    waits = []
+    h, node = make_node(hub, wait=lambda d: waits.append(d) or False)
+    assert node.register_until_answered()
+    assert hub.calls == 5 and node.attached
+    assert waits == [1.0, 2.0, 4.0, 8.0]
+
+
+def test_status_report_and_health_carry_the_load_figures():
+    h, node = make_node()
+    node.register_once()
+    node.put(spec("a"))
+    node.put(spec("b"))
+    report = node.heartbeat()
+    assert report.attached and report.sources == 1 and {s.id for s in report.subscriptions} == {"a", "b"}
+    health = node.health()
+    assert health["attached"] and health["subscribers"] == 2 and health["sources"] == 1
