@@ -1,0 +1,111 @@
+"""Prometheus metrics of the hub API: request counts and latency per route, and gauges read from the
+store at scrape time. Under gunicorn the request metrics are aggregated across workers through
+PROMETHEUS_MULTIPROC_DIR (set by blackwidow/gunicorn_conf.py). No label ever carries a secret."""
+import logging
+import os
+import time
+
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.multiprocess import MultiProcessCollector
+
+from blackwidow.store.stats import store_counts
+
+logger = logging.getLogger(__name__)
+
+REQUESTS = Counter("bw_hub_http_requests_total", "Admin API requests.", ["method", "route", "status"])
+LATENCY = Histogram("bw_hub_http_request_seconds", "Admin API request latency.", ["method", "route"])
+
+
+class MetricsMiddleware:
+    def process_request(self, req, resp) -> None:
+        req.context.started = time.perf_counter()
+
+    def process_response(self, req, resp, resource, req_succeeded) -> None:
+        route = req.uri_template or "unmatched"
+        status = str(resp.status)[:3] if resp.status else "500"
+        REQUESTS.labels(req.method, route, status).inc()
+        started = getattr(req.context, "started", None)
+        if started is not None:
+            LATENCY.labels(req.method, route).observe(time.perf_counter() - started)
+
+
+class StoreCollector:
+    """Gauges counted in the database, so every worker reports the same numbers."""
+
+    def __init__(self, maker):
+        self._maker = maker
+
+    def describe(self):
+        return []      # keeps registration from querying the database
+
+    def collect(self):
+        up = GaugeMetricFamily("bw_hub_database_up", "1 when the configuration store answers.")
+        subs = GaugeMetricFamily("bw_hub_subscriptions", "Subscriptions by state.", labels=["state"])
+        nodes = GaugeMetricFamily("bw_hub_nodes", "Spawn nodes by state.", labels=["state"])
+        tenants = GaugeMetricFamily("bw_hub_tenants", "Tenants.")
+        try:
+            with self._maker() as session:
+                counts = store_counts(session)
+        except Exception:      # a scrape must still answer (with database_up 0) when the store is down
+            logger.warning("metrics.store_unavailable", exc_info=True)
+            up.add_metric([], 0)
+            yield up
+            return
+        up.add_metric([], 1)
+        for state, count in sorted(counts["subscriptions"].items()):
+            subs.add_metric([state], count)
+        for state, count in sorted(counts["nodes"].items()):
+            nodes.add_metric([state], count)
+        tenants.add_metric([], counts["tenants"])
+        yield from (up, subs, nodes, tenants)
+
+
+def render(store_registry: CollectorRegistry) -> bytes:
+    """Prometheus text: this process's (or every worker's) request metrics plus the store gauges."""
+    return _request_metrics() + generate_latest(store_registry)
+
+
+def store_registry(maker) -> CollectorRegistry:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(StoreCollector(maker))
+    return registry
+
+
+def _request_metrics() -> bytes:
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        registry = CollectorRegistry()
+        MultiProcessCollector(registry)
+        return generate_latest(registry)
+    return generate_latest(REGISTRY)
+
+
+# --- scheduler process -----------------------------------------------------------------------------
+# The scheduler exposes these on BW_SCHEDULER_METRICS_PORT (see scheduler.py), on a registry of its own
+# so that tests can build as many as they like.
+
+from prometheus_client import Gauge  # noqa: E402
+
+# Poll latencies on a local network are milliseconds; a timed-out node takes seconds.
+POLL_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+class SchedulerMetrics:
+    def __init__(self, registry: CollectorRegistry | None = None):
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.polls = Counter("bw_hub_polls", "Node polls by result (ok, failed)", ["result"], registry=r)
+        self.poll_seconds = Histogram("bw_hub_poll_seconds", "Latency of one node poll", buckets=POLL_BUCKETS,
+                                      registry=r)
+        self.tick_seconds = Histogram("bw_hub_tick_seconds", "Duration of a whole poll tick (poll, plan, send)",
+                                      buckets=POLL_BUCKETS, registry=r)
+        self.reloads = Counter("bw_hub_reloads", "Reloads by kind (hard, soft)", ["kind"], registry=r)
+        self.sends = Counter("bw_hub_sends", "Sends to nodes by action (put, drop) and result (ok, failed)",
+                             ["action", "result"], registry=r)
+        self.adoptions = Counter("bw_hub_adoptions", "Subscriptions found already running where routing wants "
+                                 "them, recorded without a send", registry=r)
+        self.nodes_removed = Counter("bw_hub_nodes_removed", "Nodes marked dead after consecutive failed polls",
+                                     registry=r)
+        self.tick_errors = Counter("bw_hub_tick_errors", "Ticks that failed to record their outcome", registry=r)
+        self.live_nodes = Gauge("bw_hub_live_nodes", "Live nodes after the last tick", registry=r)
+        self.leader = Gauge("bw_hub_scheduler_leader", "1 while this scheduler process holds the lock", registry=r)

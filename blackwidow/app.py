@@ -1,0 +1,55 @@
+"""The hub's admin API: create_app() wires resources to a sessionmaker; get_app() is gunicorn's entry.
+
+Run as `gunicorn 'blackwidow.app:get_app()'` (what `blackwidow serve` does). The REST workers only
+read and write the store; they never call spawns.
+"""
+import falcon
+from sqlalchemy.orm import sessionmaker as Sessionmaker
+
+from blackwidow.auth import HubAuth
+from blackwidow.db import SessionMiddleware, make_sessionmaker
+from blackwidow.api_metrics import MetricsMiddleware
+from blackwidow.resources.health import HealthResource
+from blackwidow.resources.metrics import MetricsResource
+from blackwidow.resources.nodes import NodesResource
+from blackwidow.resources.openapi import OpenApiResource
+from blackwidow.resources.subscriptions import SubscriptionsResource
+from blackwidow.resources.tenants import TenantsResource
+from shared.config import HubConfig
+from shared.http_errors import register_error_handlers
+from shared.logging import setup_logging
+
+
+def create_app(config: HubConfig, *, sessionmaker: Sessionmaker) -> falcon.App:
+    app = falcon.App(middleware=[
+        MetricsMiddleware(),
+        HubAuth(admin_token=config.admin_token, node_secret=config.node_secret),
+        SessionMiddleware(sessionmaker),
+    ])
+    register_error_handlers(app)
+
+    tenants = TenantsResource(max_body_bytes=config.max_body_bytes)
+    app.add_route("/v1/tenants", tenants)
+    app.add_route("/v1/tenants/{tenant_id:uuid}", tenants, suffix="item")
+
+    subscriptions = SubscriptionsResource(max_body_bytes=config.max_body_bytes,
+                                          wiki_allowlist=config.wiki_allowlist)
+    app.add_route("/v1/subscriptions", subscriptions)
+    app.add_route("/v1/subscriptions/bulk", subscriptions, suffix="bulk")
+    app.add_route("/v1/subscriptions/{sub_id:uuid}", subscriptions, suffix="item")
+
+    nodes = NodesResource(config)
+    app.add_route("/v1/nodes", nodes)
+    app.add_route("/v1/nodes/{node_id:uuid}", nodes, suffix="item")
+
+    app.add_route("/health", HealthResource(sessionmaker))
+    app.add_route("/metrics", MetricsResource(sessionmaker))
+    app.add_route("/openapi.json", OpenApiResource())
+    return app
+
+
+def get_app() -> falcon.App:
+    """Config from BW_* variables; runs inside each gunicorn worker (after the fork)."""
+    config = HubConfig.from_env()
+    setup_logging(config.log_json, config.log_level)
+    return create_app(config, sessionmaker=make_sessionmaker(config.database_url))

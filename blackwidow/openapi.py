@@ -1,0 +1,183 @@
+"""The OpenAPI 3.0 document served at /openapi.json. Request schemas come from blackwidow.validation's
+field specs, so what is documented is what is enforced; tests check routes and responses against it."""
+from blackwidow import validation
+from shared.wire import STATES
+
+_TS = {"type": "string", "format": "date-time"}
+_NULL_TS = {**_TS, "nullable": True}
+_ID = {"type": "string", "format": "uuid"}
+_QUOTA = {"type": "integer", "nullable": True, "minimum": 0}
+
+
+def _obj(props: dict, required=None, **extra) -> dict:
+    return {"type": "object", "properties": props, "required": list(required or props), **extra}
+
+
+def _ref(name: str) -> dict:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+SCHEMAS = {
+    "Error": _obj({"error": _obj({
+        "code": {"type": "string"}, "message": {"type": "string"},
+        "field": {"type": "string", "nullable": True},
+        "items": {"type": "array", "description": "Bulk requests: every refused item.",
+                  "items": _obj({"index": {"type": "integer"}, "code": {"type": "string"},
+                                 "message": {"type": "string"},
+                                 "field": {"type": "string", "nullable": True}})},
+    }, required=["code", "message", "field"])}),
+    "Tenant": _obj({
+        "id": _ID, "name": {"type": "string"}, "quota": _QUOTA,
+        "used": {"type": "integer", "description": "Revisions harvested over all its subscriptions."},
+        "subscriptions": {"type": "integer", "description": "Number of subscriptions."},
+        "created_at": _TS, "updated_at": _TS}),
+    "Subscription": _obj({
+        "id": _ID, "tenant_id": _ID,
+        "wiki": {"type": "string", "description": "Canonical api.php URL."},
+        "title": {"type": "string", "description": "Normalized title."},
+        "source_uuid": {**_ID, "description": "uuid5(canonical wiki URL + title); shared by every tenant."},
+        "quota": _QUOTA, "content": {"type": "boolean"}, "enabled": {"type": "boolean"},
+        "state": {"type": "string", "enum": list(STATES)},
+        "node": {**_ID, "nullable": True, "description": "Node it is assigned to."},
+        "revisions": {"type": "integer", "description": "Revisions harvested so far."},
+        "last_rev_id": {"type": "integer", "nullable": True},
+        "last_error": {"type": "string", "nullable": True},
+        "created_at": _TS, "updated_at": _TS}),
+    "Node": _obj({
+        "id": _ID, "url": {"type": "string"}, "state": {"type": "string"},
+        "last_seen": {**_NULL_TS, "description": "Last successful poll."}, "registered_at": _TS,
+        "consecutive_failures": {"type": "integer"},
+        "subscriptions": {"type": "integer", "description": "Subscriptions assigned to it."}}),
+    "RegistrationAck": _obj({"id": _ID, "poll_interval_s": {"type": "number"},
+                             "detach_after_s": {"type": "number"}, "orphan_after_s": {"type": "number"}}),
+    "Health": _obj({"status": {"type": "string", "enum": ["ok", "unavailable"]},
+                    "database": {"type": "string", "enum": ["ok", "unreachable"]}}),
+    "TenantCreate": validation.schema(validation.TENANT_CREATE),
+    "TenantPatch": validation.schema(validation.TENANT_PATCH),
+    "SubscriptionCreate": validation.schema(validation.SUBSCRIPTION_CREATE),
+    "SubscriptionPatch": validation.schema(validation.SUBSCRIPTION_PATCH),
+    "SubscriptionBulk": validation.schema(validation.BULK_CREATE),
+    "NodeRegistration": validation.schema(validation.NODE_REGISTER),
+}
+for _name in ("Tenant", "Subscription"):
+    SCHEMAS[_name + "Page"] = _obj({"items": {"type": "array", "items": _ref(_name)},
+                                    "next_cursor": {"type": "string", "nullable": True,
+                                                    "description": "Pass as `cursor` for the next page."}})
+SCHEMAS["NodeList"] = _obj({"items": {"type": "array", "items": _ref("Node")}})
+SCHEMAS["BulkCreated"] = _obj({"items": {"type": "array", "items": _ref("Subscription")},
+                               "count": {"type": "integer"}})
+
+_ERRORS = {
+    "400": "Malformed JSON, invalid UTF-8 or empty body.",
+    "401": "Missing or wrong bearer token.",
+    "404": "No such resource.",
+    "409": "Conflict with an existing resource.",
+    "413": "Body larger than BW_MAX_BODY_BYTES.",
+    "415": "Content-Type is not application/json.",
+    "422": "Invalid field; `error.field` names it.",
+}
+
+
+def _json(schema: dict) -> dict:
+    return {"content": {"application/json": {"schema": schema}}}
+
+
+def _op(summary: str, ok: str, schema: str | None, *, body: str | None = None, errors=(), params=(),
+        security=None) -> dict:
+    op = {"summary": summary, "responses": {ok: {"description": "Success", **(_json(_ref(schema)) if schema else {})}}}
+    for code in errors:
+        op["responses"][code] = {"description": _ERRORS[code], **_json(_ref("Error"))}
+    if body:
+        op["requestBody"] = {"required": True, **_json(_ref(body))}
+    if params:
+        op["parameters"] = list(params)
+    if security is not None:
+        op["security"] = security
+    return op
+
+
+def _query(name: str, schema: dict, description: str) -> dict:
+    return {"name": name, "in": "query", "required": False, "schema": schema, "description": description}
+
+
+def _path(name: str) -> dict:
+    return {"name": name, "in": "path", "required": True, "schema": _ID}
+
+
+_PAGING = (_query("limit", {"type": "integer", "minimum": 1, "maximum": validation.MAX_LIMIT,
+                            "default": validation.DEFAULT_LIMIT}, "Page size."),
+           _query("cursor", {"type": "string"}, "`next_cursor` of the previous page."))
+_READ = ("401", "404")
+_WRITE = ("400", "401", "404", "413", "415", "422")
+
+
+def document() -> dict:
+    tenant, sub, node = _path("tenant_id"), _path("sub_id"), _path("node_id")
+    register = _op("Register a spawn (idempotent by url: 201 the first time, 200 after)", "200",
+                   "RegistrationAck", body="NodeRegistration", errors=("400", "401", "409", "413", "415", "422"),
+                   security=[{"nodeSecret": []}])
+    register["responses"]["201"] = register["responses"]["200"]
+    return {
+        "openapi": "3.0.3",
+        "info": {"title": "Black Widow hub admin API", "version": "1",
+                 "description": "Tenants, subscriptions and spawn nodes of the hub. Errors are "
+                                "{\"error\": {\"code\", \"message\", \"field\"}}."},
+        "components": {
+            "securitySchemes": {
+                "adminToken": {"type": "http", "scheme": "bearer", "description": "BW_ADMIN_TOKEN"},
+                "nodeSecret": {"type": "http", "scheme": "bearer", "description": "BW_NODE_SECRET"}},
+            "schemas": SCHEMAS,
+        },
+        "security": [{"adminToken": []}],
+        "paths": {
+            "/v1/tenants": {
+                "get": _op("List tenants", "200", "TenantPage", errors=("401", "422"), params=_PAGING),
+                "post": _op("Create a tenant", "201", "Tenant", body="TenantCreate",
+                            errors=("400", "401", "409", "413", "415", "422")),
+            },
+            "/v1/tenants/{tenant_id}": {
+                "get": _op("Get a tenant", "200", "Tenant", errors=_READ, params=[tenant]),
+                "patch": _op("Change a tenant's name or quota", "200", "Tenant", body="TenantPatch",
+                             errors=_WRITE + ("409",), params=[tenant]),
+                "delete": _op("Delete a tenant and its subscriptions", "204", None, errors=_READ,
+                              params=[tenant]),
+            },
+            "/v1/subscriptions": {
+                "get": _op("List subscriptions", "200", "SubscriptionPage", errors=("401", "422"), params=(
+                    _query("tenant_id", _ID, "Only this tenant's."),
+                    _query("state", {"type": "string", "enum": list(STATES)}, "Only in this state."),
+                    _query("node", _ID, "Only those assigned to this node."), *_PAGING)),
+                "post": _op("Subscribe a tenant to an article", "201", "Subscription", body="SubscriptionCreate",
+                            errors=("400", "401", "409", "413", "415", "422")),
+            },
+            "/v1/subscriptions/bulk": {
+                "post": _op("Subscribe to many articles at once (all or nothing; top-level tenant_id, wiki, "
+                            "quota and content are defaults for the items)", "201", "BulkCreated",
+                            body="SubscriptionBulk", errors=("400", "401", "413", "415", "422")),
+            },
+            "/v1/subscriptions/{sub_id}": {
+                "get": _op("Get a subscription", "200", "Subscription", errors=_READ, params=[sub]),
+                "patch": _op("Disable, re-enable, change quota or content", "200", "Subscription",
+                             body="SubscriptionPatch", errors=_WRITE, params=[sub]),
+                "delete": _op("Delete a subscription", "204", None, errors=_READ, params=[sub]),
+            },
+            "/v1/nodes": {
+                "get": _op("List spawn nodes", "200", "NodeList", errors=("401", "422")),
+                "post": register,
+            },
+            "/v1/nodes/{node_id}": {
+                "get": _op("Get a spawn node", "200", "Node", errors=_READ, params=[node]),
+            },
+            "/health": {"get": {**_op("Liveness and database check", "200", "Health", security=[]),
+                                "responses": {"200": {"description": "Serving; database answers",
+                                                      **_json(_ref("Health"))},
+                                              "503": {"description": "Database unreachable",
+                                                      **_json(_ref("Health"))}}}},
+            "/metrics": {"get": {"summary": "Prometheus metrics", "security": [],
+                                 "responses": {"200": {"description": "Prometheus text format",
+                                                       "content": {"text/plain": {"schema": {"type": "string"}}}}}}},
+            "/openapi.json": {"get": {"summary": "This document", "security": [],
+                                      "responses": {"200": {"description": "OpenAPI 3.0 document",
+                                                            **_json({"type": "object"})}}}},
+        },
+    }

@@ -1,0 +1,1 @@
+"""Thin HTTP resources: parse the request, call one store function, shape the response."""

@@ -1,0 +1,31 @@
+"""/v1/nodes: spawns register with the node secret (POST); operators list them with the admin token."""
+import falcon
+
+from blackwidow import representations, store, validation
+from shared.config import HubConfig
+from shared.json_body import read_json
+from shared.wire import Registration, RegistrationAck
+
+
+class NodesResource:
+    node_auth_methods = ("POST",)      # spawn registration; everything else takes the admin token
+
+    def __init__(self, config: HubConfig):
+        self._config = config
+
+    def on_post(self, req, resp) -> None:
+        body = read_json(req, self._config.max_body_bytes)
+        validation.parse(body, validation.NODE_REGISTER)
+        registration = Registration.from_dict(body)
+        node, created = store.register_node(req.context.session, registration.url)
+        resp.status = falcon.HTTP_201 if created else falcon.HTTP_200
+        resp.media = RegistrationAck(id=node.id, poll_interval_s=self._config.poll_interval_s,
+                                     detach_after_s=self._config.detach_after_s,
+                                     orphan_after_s=self._config.orphan_after_s).to_dict()
+
+    def on_get(self, req, resp) -> None:
+        validation.parse_query(req.params, ())
+        resp.media = {"items": [representations.node(n) for n in store.list_nodes(req.context.session)]}
+
+    def on_get_item(self, req, resp, node_id) -> None:
+        resp.media = representations.node(store.get_node(req.context.session, str(node_id)))

@@ -1,0 +1,49 @@
+"""/v1/subscriptions, /v1/subscriptions/bulk and /v1/subscriptions/{id} (admin token).
+
+Writes rows only; the scheduler routes and sends them to spawns on its next tick."""
+import falcon
+
+from blackwidow import representations, store, validation
+from shared.json_body import read_json
+
+QUERY = ("tenant_id", "state", "node", "limit", "cursor")
+
+
+class SubscriptionsResource:
+    def __init__(self, *, max_body_bytes: int, wiki_allowlist: tuple[str, ...]):
+        self._max_body = max_body_bytes
+        self._allowlist = wiki_allowlist
+
+    def on_post(self, req, resp) -> None:
+        new = validation.parse_subscription(read_json(req, self._max_body), self._allowlist)
+        sub = store.create_subscription(req.context.session, new)
+        resp.status = falcon.HTTP_201
+        resp.location = f"/v1/subscriptions/{sub.id}"
+        resp.media = representations.subscription(sub)
+
+    def on_post_bulk(self, req, resp) -> None:
+        news = validation.parse_bulk(read_json(req, self._max_body), self._allowlist)
+        subs = store.create_subscriptions(req.context.session, news)
+        resp.status = falcon.HTTP_201
+        resp.media = {"items": [representations.subscription(s) for s in subs], "count": len(subs)}
+
+    def on_get(self, req, resp) -> None:
+        query = validation.parse_query(req.params, QUERY)
+        ids = {name: validation.check_uuid(query[name], name) for name in ("tenant_id", "node") if name in query}
+        subs, next_cursor = store.list_subscriptions(
+            req.context.session, limit=validation.parse_limit(query.get("limit")), cursor=query.get("cursor"),
+            tenant_id=ids.get("tenant_id"), state=validation.parse_state(query.get("state")),
+            node_id=ids.get("node"))
+        resp.media = representations.page([representations.subscription(s) for s in subs], next_cursor)
+
+    def on_get_item(self, req, resp, sub_id) -> None:
+        resp.media = representations.subscription(store.get_subscription(req.context.session, str(sub_id)))
+
+    def on_patch_item(self, req, resp, sub_id) -> None:
+        changes = validation.parse(read_json(req, self._max_body), validation.SUBSCRIPTION_PATCH)
+        sub = store.update_subscription(req.context.session, str(sub_id), changes)
+        resp.media = representations.subscription(sub)
+
+    def on_delete_item(self, req, resp, sub_id) -> None:
+        store.delete_subscription(req.context.session, str(sub_id))
+        resp.status = falcon.HTTP_204

@@ -1,0 +1,107 @@
+"""Subscriptions: plain functions over a session; flush, never commit.
+
+The REST layer only writes rows here; the scheduler's next tick routes and sends them to spawns.
+"""
+import uuid
+
+import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError
+
+from blackwidow.models import Subscription, Tenant
+from blackwidow.store.pagination import page
+from blackwidow.validation import ItemError, ItemsInvalid, NewSubscription
+from shared.errors import Conflict, NotFound, ValidationError
+
+
+def get_subscription(session, sub_id: str) -> Subscription:
+    """Raises NotFound."""
+    sub = session.get(Subscription, sub_id)
+    if sub is None:
+        raise NotFound(f"no subscription {sub_id}", field="id")
+    return sub
+
+
+def _refusals(session, news: list[NewSubscription]) -> list[ItemError]:
+    tenant_ids = {n.tenant_id for n in news}
+    known = set(session.scalars(sa.select(Tenant.id).where(Tenant.id.in_(tenant_ids))))
+    existing = set(session.execute(
+        sa.select(Subscription.tenant_id, Subscription.source_uuid)
+        .where(Subscription.tenant_id.in_(tenant_ids),
+               Subscription.source_uuid.in_({n.source_uuid for n in news}))).tuples())
+    errors, seen = [], set()
+    for index, new in enumerate(news):
+        key = (new.tenant_id, new.source_uuid)
+        if new.tenant_id not in known:
+            errors.append(ItemError(index, ValidationError(f"no tenant {new.tenant_id}", field="tenant_id")))
+        elif key in existing:
+            errors.append(ItemError(index, Conflict(
+                f"tenant already subscribes to {new.title!r} on {new.wiki}", field="title")))
+        elif key in seen:
+            errors.append(ItemError(index, Conflict(
+                f"{new.title!r} on {new.wiki} appears twice in this request", field="title")))
+        seen.add(key)
+    return errors
+
+
+def create_subscriptions(session, news: list[NewSubscription]) -> list[Subscription]:
+    """All or nothing. Raises ItemsInvalid listing every refused item (unknown tenant, duplicate)."""
+    errors = _refusals(session, news)
+    if errors:
+        raise ItemsInvalid(errors)
+    subs = [Subscription(id=str(uuid.uuid4()), tenant_id=n.tenant_id, wiki=n.wiki, title=n.title,
+                         source_uuid=n.source_uuid, quota=n.quota, content=n.content, enabled=n.enabled,
+                         state="pending" if n.enabled else "disabled", revisions=0)
+            for n in news]
+    session.add_all(subs)
+    try:
+        session.flush()
+    except IntegrityError:
+        raise Conflict("a duplicate subscription was created at the same time; retry",
+                       field="title") from None
+    return subs
+
+
+def create_subscription(session, new: NewSubscription) -> Subscription:
+    """Raises ValidationError (unknown tenant_id) or Conflict (the tenant already has this article)."""
+    try:
+        return create_subscriptions(session, [new])[0]
+    except ItemsInvalid as exc:
+        raise exc.errors[0].error from None
+
+
+def list_subscriptions(session, *, limit: int, cursor: str | None = None, tenant_id: str | None = None,
+                       state: str | None = None, node_id: str | None = None):
+    """A page of subscriptions in creation order, and the next page's cursor (None at the end)."""
+    stmt = sa.select(Subscription)
+    if tenant_id is not None:
+        stmt = stmt.where(Subscription.tenant_id == tenant_id)
+    if state is not None:
+        stmt = stmt.where(Subscription.state == state)
+    if node_id is not None:
+        stmt = stmt.where(Subscription.node_id == node_id)
+    rows, next_cursor = page(session, stmt, Subscription.created_at, Subscription.id, limit=limit,
+                             cursor=cursor)
+    return [row[0] for row in rows], next_cursor
+
+
+def update_subscription(session, sub_id: str, changes: dict) -> Subscription:
+    """enabled=false -> state disabled; enabled=true on a disabled one -> pending (routed again);
+    a quota raised above what was harvested lifts limit_reached. Raises NotFound."""
+    sub = get_subscription(session, sub_id)
+    if "enabled" in changes and changes["enabled"] != sub.enabled:
+        sub.enabled = changes["enabled"]
+        sub.state = "pending" if sub.enabled else "disabled"
+    if "quota" in changes:
+        sub.quota = changes["quota"]
+        if sub.state == "limit_reached" and (sub.quota is None or sub.quota > sub.revisions):
+            sub.state = "pending"
+    if "content" in changes:
+        sub.content = changes["content"]
+    session.flush()
+    return sub
+
+
+def delete_subscription(session, sub_id: str) -> None:
+    """Deletes the row (and its assignment); the scheduler then drops it from its spawn. Raises NotFound."""
+    session.delete(get_subscription(session, sub_id))
+    session.flush()

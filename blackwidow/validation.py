@@ -1,0 +1,288 @@
+"""Admin API input: declarative field specs, strict parsing into plain values. Pure: no I/O.
+
+The same specs generate the request schemas of /openapi.json, so the document cannot drift from
+what the API accepts. Every refusal is a ValidationError naming the offending field.
+"""
+import re
+import uuid
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+from urllib.parse import urlsplit
+
+from blackwidow.wiki_policy import check_wiki
+from shared.errors import ValidationError
+from shared.hashing import normalize_title, source_uuid
+from shared.wire import STATES
+
+MAX_BIGINT = 2**63 - 1
+MAX_TITLE_BYTES = 255            # MediaWiki's own limit
+MAX_BULK_ITEMS = 1000
+# Characters MediaWiki never allows in a title, plus control characters.
+_ILLEGAL_TITLE = re.compile(r"[#<>\[\]|{}\x00-\x1f\x7f\ufffd]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    type: str                     # "string" | "integer" | "boolean" | "array"
+    description: str
+    required: bool = False
+    nullable: bool = False
+    min_length: int | None = None
+    max_length: int | None = None
+    minimum: int | None = None
+    maximum: int | None = None
+    check: Callable[[Any], Any] | None = None   # further validation / normalization
+    items: Sequence["Field"] | None = None      # for arrays of objects
+
+
+_PY_TYPES = {"string": str, "integer": int, "boolean": bool, "array": list}
+
+
+def _check_type(f: Field, value):
+    kind = _PY_TYPES[f.type]
+    # bool is an int in Python; JSON true must not pass as a quota.
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ValidationError(f"'{f.name}' must be {'an' if f.type[0] in 'aeiou' else 'a'} {f.type}",
+                              field=f.name)
+    if f.type == "string":
+        if f.min_length is not None and len(value) < f.min_length:
+            raise ValidationError(f"'{f.name}' must not be empty", field=f.name)
+        if f.max_length is not None and len(value) > f.max_length:
+            raise ValidationError(f"'{f.name}' is longer than {f.max_length} characters", field=f.name)
+    if f.type == "integer":
+        if f.minimum is not None and value < f.minimum:
+            raise ValidationError(f"'{f.name}' must be >= {f.minimum}", field=f.name)
+        if f.maximum is not None and value > f.maximum:
+            raise ValidationError(f"'{f.name}' must be <= {f.maximum}", field=f.name)
+    if f.type == "array":
+        if f.min_length is not None and len(value) < f.min_length:
+            raise ValidationError(f"'{f.name}' must not be empty", field=f.name)
+        if f.max_length is not None and len(value) > f.max_length:
+            raise ValidationError(f"'{f.name}' holds more than {f.max_length} items", field=f.name)
+
+
+def parse(body, fields: Sequence[Field]) -> dict:
+    """Known fields only; missing optional fields are left out of the result (PATCH semantics)."""
+    if not isinstance(body, dict):
+        raise ValidationError("the body must be a JSON object", field=None)
+    known = {f.name for f in fields}
+    for key in body:
+        if key not in known:
+            raise ValidationError(f"unknown field '{key}'", field=key)
+    out = {}
+    for f in fields:
+        if f.name not in body:
+            if f.required:
+                raise ValidationError(f"'{f.name}' is required", field=f.name)
+            continue
+        value = body[f.name]
+        if value is None:
+            if not f.nullable:
+                raise ValidationError(f"'{f.name}' must not be null", field=f.name)
+        else:
+            _check_type(f, value)
+            if f.check is not None:
+                value = f.check(value)
+        out[f.name] = value
+    return out
+
+
+def schema(fields: Sequence[Field]) -> dict:
+    """OpenAPI 3.0 schema of an object made of these fields; unknown fields are refused."""
+    props = {}
+    for f in fields:
+        prop: dict = {"type": f.type, "description": f.description}
+        if f.nullable:
+            prop["nullable"] = True
+        for key, attr in (("minLength", "min_length"), ("maxLength", "max_length"),
+                          ("minimum", "minimum"), ("maximum", "maximum")):
+            value = getattr(f, attr)
+            if value is not None:
+                if f.type == "array":
+                    key = key.replace("Length", "Items")
+                prop[key] = value
+        if f.items is not None:
+            prop["items"] = schema(f.items)
+        props[f.name] = prop
+    out = {"type": "object", "additionalProperties": False, "properties": props}
+    required = [f.name for f in fields if f.required]
+    if required:
+        out["required"] = required
+    return out
+
+
+# --- field checks -------------------------------------------------------------------------------
+
+def _plain_text(name: str):
+    def check(value: str) -> str:
+        if _CONTROL.search(value):
+            raise ValidationError(f"'{name}' must not contain control characters", field=name)
+        return value
+    return check
+
+
+def check_uuid(value: str, name: str) -> str:
+    try:
+        return str(uuid.UUID(value))
+    except ValueError:
+        raise ValidationError(f"'{name}' is not a valid id", field=name) from None
+
+
+def check_title(value: str) -> str:
+    """MediaWiki's normalization, then its rules: non-empty, at most 255 UTF-8 bytes, no #<>[]|{}."""
+    title = normalize_title(value)
+    if not title:
+        raise ValidationError("'title' must not be empty", field="title")
+    if _ILLEGAL_TITLE.search(title):
+        raise ValidationError("'title' contains a character MediaWiki forbids (#<>[]|{} or a control "
+                              "character)", field="title")
+    if len(title.encode("utf-8")) > MAX_TITLE_BYTES:
+        raise ValidationError(f"'title' is longer than {MAX_TITLE_BYTES} UTF-8 bytes", field="title")
+    return title
+
+
+def _quota(description: str) -> Field:
+    return Field("quota", "integer", description, nullable=True, minimum=0, maximum=MAX_BIGINT)
+
+
+_TENANT_NAME = Field("name", "string", "Unique tenant name.", min_length=1, max_length=200,
+                     check=_plain_text("name"))
+_TENANT_QUOTA = _quota("Maximum revisions over all the tenant's subscriptions; null = unlimited.")
+_SUB_QUOTA = _quota("Maximum revisions harvested for this subscription; null = unlimited.")
+_TENANT_ID = Field("tenant_id", "string", "Owning tenant.", check=lambda v: check_uuid(v, "tenant_id"))
+_WIKI = Field("wiki", "string", "The wiki's api.php URL; its host must be allowlisted.", max_length=2048)
+_TITLE = Field("title", "string", "Article title (normalized as MediaWiki does).", check=check_title)
+_CONTENT = Field("content", "boolean", "Fetch wikitext (true) or metadata only (false, the default).")
+_ENABLED = Field("enabled", "boolean", "false disables the subscription (state disabled); true re-enables it.")
+
+
+def _required(f: Field) -> Field:
+    return Field(**{**f.__dict__, "required": True})
+
+
+TENANT_CREATE = (_required(_TENANT_NAME), _TENANT_QUOTA)
+TENANT_PATCH = (_TENANT_NAME, _TENANT_QUOTA)
+SUBSCRIPTION_CREATE = (_required(_TENANT_ID), _required(_WIKI), _required(_TITLE), _SUB_QUOTA, _CONTENT,
+                       _ENABLED)
+SUBSCRIPTION_PATCH = (_ENABLED, _SUB_QUOTA, _CONTENT)
+BULK_ITEM = (_TENANT_ID, _WIKI, _required(_TITLE), _SUB_QUOTA, _CONTENT, _ENABLED)
+BULK_CREATE = (
+    Field("tenant_id", _TENANT_ID.type, "Default tenant for items that name none.", check=_TENANT_ID.check),
+    Field("wiki", _WIKI.type, "Default wiki for items that name none.", max_length=_WIKI.max_length),
+    Field("quota", "integer", "Default quota for items that name none.", nullable=True, minimum=0,
+          maximum=MAX_BIGINT),
+    Field("content", "boolean", "Default content flag for items that name none."),
+    Field("items", "array", "The articles to subscribe to.", required=True, min_length=1,
+          max_length=MAX_BULK_ITEMS, items=BULK_ITEM),
+)
+def _node_url(value: str) -> str:
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises ValueError for a malformed port
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or _CONTROL.search(value):
+        raise ValidationError("'url' must be an http(s) URL with a host", field="url")
+    return value
+
+
+NODE_REGISTER = (Field("url", "string", "The spawn's advertised base URL (http or https).", required=True,
+                       max_length=2048, check=_node_url),)
+
+
+@dataclass(frozen=True)
+class NewSubscription:
+    tenant_id: str
+    wiki: str               # canonical api.php URL
+    title: str              # normalized
+    source_uuid: str
+    quota: int | None
+    content: bool
+    enabled: bool
+
+
+def new_subscription(values: dict, allowlist: tuple[str, ...]) -> NewSubscription:
+    """From parsed SUBSCRIPTION_CREATE values (or a bulk item merged with its defaults)."""
+    for name in ("tenant_id", "wiki"):
+        if values.get(name) is None:
+            raise ValidationError(f"'{name}' is required", field=name)
+    wiki = check_wiki(values["wiki"], allowlist)
+    return NewSubscription(
+        tenant_id=values["tenant_id"], wiki=wiki, title=values["title"],
+        source_uuid=str(source_uuid(wiki, values["title"])), quota=values.get("quota"),
+        content=values.get("content", False), enabled=values.get("enabled", True))
+
+
+@dataclass(frozen=True)
+class ItemError:
+    index: int
+    error: ValidationError
+
+    def to_dict(self) -> dict:
+        return {"index": self.index, "code": self.error.code, "message": self.error.message,
+                "field": self.error.field}
+
+
+class ItemsInvalid(ValidationError):
+    """A bulk request with one or more bad items; nothing was created. Lists every bad item."""
+
+    def __init__(self, errors: Sequence[ItemError]):
+        super().__init__(f"{len(errors)} item(s) refused; nothing was created", field="items")
+        self.errors = tuple(errors)
+
+    def to_dict(self) -> dict:
+        body = super().to_dict()
+        body["error"]["items"] = [e.to_dict() for e in self.errors]
+        return body
+
+
+def parse_subscription(body, allowlist: tuple[str, ...]) -> NewSubscription:
+    return new_subscription(parse(body, SUBSCRIPTION_CREATE), allowlist)
+
+
+def parse_bulk(body, allowlist: tuple[str, ...]) -> list[NewSubscription]:
+    """All items or none: raises ItemsInvalid naming each bad item's index and field."""
+    defaults = parse(body, BULK_CREATE)
+    items = defaults.pop("items")
+    out, errors = [], []
+    for index, item in enumerate(items):
+        try:
+            values = parse(item, BULK_ITEM)
+            out.append(new_subscription({**defaults, **values}, allowlist))
+        except ValidationError as exc:
+            errors.append(ItemError(index, exc))
+    if errors:
+        raise ItemsInvalid(errors)
+    return out
+
+
+# --- query strings --------------------------------------------------------------------------------
+
+DEFAULT_LIMIT = 100
+MAX_LIMIT = 1000
+
+
+def parse_query(params: dict, allowed: Sequence[str]) -> dict:
+    """Single-valued, known query parameters only."""
+    for key, value in params.items():
+        if key not in allowed:
+            raise ValidationError(f"unknown query parameter '{key}'", field=key)
+        if not isinstance(value, str):
+            raise ValidationError(f"'{key}' must be given once", field=key)
+    return dict(params)
+
+
+def parse_limit(text: str | None) -> int:
+    if text is None:
+        return DEFAULT_LIMIT
+    if not text.isdigit() or not 1 <= int(text) <= MAX_LIMIT:
+        raise ValidationError(f"'limit' must be an integer from 1 to {MAX_LIMIT}", field="limit")
+    return int(text)
+
+
+def parse_state(text: str | None) -> str | None:
+    if text is not None and text not in STATES:
+        raise ValidationError(f"'state' must be one of {', '.join(STATES)}", field="state")
+    return text

@@ -1,0 +1,78 @@
+"""Which wikis a subscription may point at. Pure: no DNS, no I/O.
+
+A wiki URL must be http(s), end in api.php, and its host[:port] must match a BW_WIKI_ALLOWLIST pattern
+(fnmatch, e.g. "*.wikipedia.org"; a pattern without a port matches only the scheme's default port).
+Addresses that are not globally routable (loopback, private, link-local such as the cloud metadata
+service 169.254.169.254, reserved, multicast) and "localhost" names are refused even when a wildcard
+matches: they are let through only when the allowlist names that exact host[:port], e.g.
+"127.0.0.1:8780" for a local test wiki.
+"""
+import fnmatch
+import ipaddress
+import re
+import socket
+from urllib.parse import urlsplit
+
+from shared.errors import ValidationError
+from shared.hashing import canonical_wiki_url, wiki_key
+
+FIELD = "wiki"
+# Plain DNS names and IPv4 only: anything else (backslashes, '%', IPv6 literals, raw unicode) is read
+# differently by different URL parsers, which is how allowlists get bypassed. IDNs go in punycode.
+_HOST = re.compile(r"[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?")
+
+
+def _refuse(message: str):
+    raise ValidationError(message, field=FIELD)
+
+
+def _ip_literal(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        return ipaddress.ip_address(host)
+    except ValueError:
+        pass
+    # Resolvers also accept legacy IPv4 spellings ("2130706433", "0x7f.1", "127.1"): treat them as IPs.
+    if host and all(c in "0123456789abcdefx." for c in host) and not host.endswith("."):
+        try:
+            return ipaddress.IPv4Address(socket.inet_aton(host))
+        except OSError:
+            pass
+    return None
+
+
+def _internal(host: str) -> bool:
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    ip = _ip_literal(host)
+    return ip is not None and (not ip.is_global or ip.is_multicast)
+
+
+def check_wiki(url: str, allowlist: tuple[str, ...]) -> str:
+    """The canonical form of an allowed wiki URL; ValidationError(field='wiki') otherwise."""
+    try:
+        parts = urlsplit(url.strip())
+        parts.port  # noqa: B018 - raises ValueError for a malformed port
+    except ValueError:
+        _refuse("'wiki' is not a valid URL")
+    if parts.scheme.lower() not in ("http", "https"):
+        _refuse("'wiki' must be an http or https URL")
+    if not parts.hostname:
+        _refuse("'wiki' has no host")
+    if not _HOST.fullmatch(parts.hostname):
+        _refuse("'wiki' host must be a DNS name (IDNs in punycode) or an IPv4 address")
+    if parts.username is not None or parts.password is not None:
+        _refuse("'wiki' must not carry credentials")
+    if parts.query or parts.fragment:
+        _refuse("'wiki' must not have a query or fragment")
+    if not parts.path.endswith("/api.php"):
+        _refuse("'wiki' must be the wiki's api.php URL")
+    canonical = canonical_wiki_url(url)
+    host_port = wiki_key(canonical)
+    patterns = tuple(p.strip().lower() for p in allowlist if p.strip())
+    if _internal(parts.hostname):
+        if host_port in patterns:
+            return canonical
+        _refuse(f"'wiki' points at an internal address ({host_port}); only an exact allowlist entry permits it")
+    if any(fnmatch.fnmatchcase(host_port, p) for p in patterns):
+        return canonical
+    _refuse(f"'wiki' host {host_port} is not in the allowlist")
