@@ -1,0 +1,233 @@
+"""`blackwidow`: serve (gunicorn admin API), migrate, scheduler, and `admin …` wrapping the REST calls.
+
+The admin commands read BW_HUB_URL (default http://127.0.0.1:8700) and BW_ADMIN_TOKEN, and print the
+hub's JSON answer; a refusal prints the error JSON on stderr and exits 1.
+"""
+import argparse
+import json
+import os
+import sys
+
+DEFAULT_HUB_URL = "http://127.0.0.1:8700"
+
+
+def _serve(args) -> int:
+    from blackwidow import migrate
+    from shared.config import HubConfig
+    from shared.errors import ConfigError
+
+    try:
+        config = HubConfig.from_env()     # fail here, readably, rather than in every worker
+    except ConfigError as exc:
+        print(f"blackwidow: {exc}", file=sys.stderr)
+        return 2
+    if not args.no_migrate:
+        migrate.upgrade(config.database_url)
+    cmd = [sys.executable, "-m", "gunicorn", "--config", "python:blackwidow.gunicorn_conf"]
+    if args.bind:
+        cmd += ["--bind", args.bind]
+    if args.workers:
+        cmd += ["--workers", str(args.workers)]
+    os.execv(cmd[0], cmd)
+    return 0   # not reached
+
+
+def _migrate(args) -> int:
+    from blackwidow import migrate
+    from shared.config import DEFAULT_DATA_DIR, default_database_url
+
+    url = args.database_url or os.environ.get("BW_DATABASE_URL") or \
+        default_database_url(os.environ.get("BW_DATA_DIR") or DEFAULT_DATA_DIR)
+    migrate.upgrade(url)
+    print(json.dumps({"revision": migrate.current(url)}))
+    return 0
+
+
+def _scheduler(args) -> int:
+    from blackwidow import scheduler    # imported late: it pulls in APScheduler and the spawn client
+
+    return scheduler.main(args.args) or 0
+
+
+# --- admin ------------------------------------------------------------------------------------------
+
+def _quota(text: str):
+    if text.lower() in ("none", "null", "unlimited"):
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("quota must be an integer or 'none'") from None
+
+
+_UNSET = argparse.SUPPRESS     # options left out of a request body when not given
+
+
+def _only_set(**values) -> dict:
+    return {k: v for k, v in values.items() if v is not _UNSET}
+
+
+def _read_titles(path: str) -> list[str]:
+    text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()
+    return [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
+
+
+def _admin_call(args, client):
+    a = args
+    match (a.noun, a.verb):
+        case ("tenants", "create"):
+            return client.call("POST", "/v1/tenants", body=_only_set(name=a.name, quota=a.quota))
+        case ("tenants", "list"):
+            return _listing(client, "/v1/tenants", a, {})
+        case ("tenants", "get"):
+            return client.call("GET", f"/v1/tenants/{a.id}")
+        case ("tenants", "patch"):
+            return client.call("PATCH", f"/v1/tenants/{a.id}", body=_only_set(name=a.name, quota=a.quota))
+        case ("tenants", "delete"):
+            return client.call("DELETE", f"/v1/tenants/{a.id}")
+        case ("subs", "add"):
+            return client.call("POST", "/v1/subscriptions", body=_only_set(
+                tenant_id=a.tenant, wiki=a.wiki, title=a.title, quota=a.quota, content=a.content))
+        case ("subs", "bulk"):
+            items = [{"title": t} for t in _read_titles(a.file)]
+            return client.call("POST", "/v1/subscriptions/bulk", body=_only_set(
+                tenant_id=a.tenant, wiki=a.wiki, quota=a.quota, content=a.content, items=items))
+        case ("subs", "list"):
+            filters = {k: v for k, v in (("tenant_id", a.tenant), ("state", a.state), ("node", a.node)) if v}
+            return _listing(client, "/v1/subscriptions", a, filters)
+        case ("subs", "get"):
+            return client.call("GET", f"/v1/subscriptions/{a.id}")
+        case ("subs", "patch"):
+            return client.call("PATCH", f"/v1/subscriptions/{a.id}", body=_only_set(
+                enabled=a.enabled, quota=a.quota, content=a.content))
+        case ("subs", "delete"):
+            return client.call("DELETE", f"/v1/subscriptions/{a.id}")
+        case ("nodes", "list"):
+            return client.call("GET", "/v1/nodes")
+        case ("nodes", "get"):
+            return client.call("GET", f"/v1/nodes/{a.id}")
+    raise AssertionError(f"unhandled command {a.noun} {a.verb}")
+
+
+def _listing(client, path: str, args, filters: dict):
+    if args.all:
+        return {"items": list(client.pages(path, {**filters, "limit": args.limit or 1000})),
+                "next_cursor": None}
+    params = dict(filters)
+    if args.limit:
+        params["limit"] = args.limit
+    if args.cursor:
+        params["cursor"] = args.cursor
+    return client.call("GET", path, params=params)
+
+
+def _admin(args) -> int:
+    from blackwidow.admin_client import AdminClient, AdminError
+    from shared.http import make_session
+
+    token = os.environ.get("BW_ADMIN_TOKEN")
+    if not token:
+        print("blackwidow: BW_ADMIN_TOKEN is missing and has no default", file=sys.stderr)
+        return 2
+    hub = args.hub or os.environ.get("BW_HUB_URL") or DEFAULT_HUB_URL
+    client = AdminClient(make_session("blackwidow-admin/0.1"), hub, token)
+    try:
+        answer = _admin_call(args, client)
+    except AdminError as exc:
+        print(json.dumps(exc.body, indent=2), file=sys.stderr)
+        return 1
+    if answer is not None:
+        print(json.dumps(answer, indent=2))
+    return 0
+
+
+def _id(p) -> None:
+    p.add_argument("id")
+
+
+def _list_opts(p) -> None:
+    p.add_argument("--limit", type=int)
+    p.add_argument("--cursor")
+    p.add_argument("--all", action="store_true", help="follow next_cursor and print every item")
+
+
+def _admin_parser(sub) -> None:
+    admin = sub.add_parser("admin", help="call the admin API (BW_HUB_URL, BW_ADMIN_TOKEN)")
+    admin.add_argument("--hub", help=f"hub base URL (default: $BW_HUB_URL or {DEFAULT_HUB_URL})")
+    nouns = admin.add_subparsers(dest="noun", required=True)
+
+    tenants = nouns.add_parser("tenants").add_subparsers(dest="verb", required=True)
+    p = tenants.add_parser("create")
+    p.add_argument("--name", required=True)
+    p.add_argument("--quota", type=_quota, default=_UNSET, help="max revisions, or 'none'")
+    _list_opts(tenants.add_parser("list"))
+    _id(tenants.add_parser("get"))
+    p = tenants.add_parser("patch")
+    _id(p)
+    p.add_argument("--name", default=_UNSET)
+    p.add_argument("--quota", type=_quota, default=_UNSET)
+    _id(tenants.add_parser("delete"))
+
+    subs = nouns.add_parser("subs", help="subscriptions").add_subparsers(dest="verb", required=True)
+    for verb in ("add", "bulk"):
+        p = subs.add_parser(verb)
+        p.add_argument("--tenant", required=True, help="tenant id")
+        p.add_argument("--wiki", required=True, help="the wiki's api.php URL")
+        p.add_argument("--quota", type=_quota, default=_UNSET)
+        p.add_argument("--content", action="store_true", default=_UNSET, help="fetch wikitext too")
+        if verb == "add":
+            p.add_argument("--title", required=True)
+        else:
+            p.add_argument("file", help="titles, one per line ('-' for stdin)")
+    p = subs.add_parser("list")
+    p.add_argument("--tenant")
+    p.add_argument("--state")
+    p.add_argument("--node")
+    _list_opts(p)
+    _id(subs.add_parser("get"))
+    p = subs.add_parser("patch")
+    _id(p)
+    p.add_argument("--enable", dest="enabled", action="store_true", default=_UNSET)
+    p.add_argument("--disable", dest="enabled", action="store_false", default=_UNSET)
+    p.add_argument("--quota", type=_quota, default=_UNSET)
+    p.add_argument("--content", dest="content", action="store_true", default=_UNSET)
+    p.add_argument("--no-content", dest="content", action="store_false", default=_UNSET)
+    _id(subs.add_parser("delete"))
+
+    nodes = nouns.add_parser("nodes").add_subparsers(dest="verb", required=True)
+    nodes.add_parser("list")
+    _id(nodes.add_parser("get"))
+
+
+def _admin_defaults(args) -> argparse.Namespace:
+    # SUPPRESS keeps unset options out of the namespace; put them back as "not given".
+    for name in ("name", "quota", "content", "enabled"):
+        if not hasattr(args, name):
+            setattr(args, name, _UNSET)
+    return args
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="blackwidow", description="Black Widow hub")
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="run the admin API under gunicorn (migrates first)")
+    serve.add_argument("--bind", help="HOST:PORT (default: $BW_BIND or 127.0.0.1:8700)")
+    serve.add_argument("--workers", type=int, help="worker processes (default: $BW_WORKERS or 3)")
+    serve.add_argument("--no-migrate", action="store_true", help="do not apply migrations first")
+    migrate = sub.add_parser("migrate", help="apply the database migrations")
+    migrate.add_argument("--database-url", help="default: $BW_DATABASE_URL or SQLite under $BW_DATA_DIR")
+    scheduler = sub.add_parser("scheduler", help="run the single coordination process")
+    scheduler.add_argument("args", nargs=argparse.REMAINDER)
+    _admin_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "admin":
+        return _admin(_admin_defaults(args))
+    return {"serve": _serve, "migrate": _migrate, "scheduler": _scheduler}[args.command](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,36 @@
+"""Gunicorn settings for `blackwidow serve`: several sync workers, no preload (each worker builds its
+own engine after the fork). BW_BIND / BW_WORKERS set address and worker count; the CLI's --bind and
+--workers override them. Request metrics are shared across workers through a Prometheus
+multiprocess directory under BW_DATA_DIR, removed when the server stops."""
+import os
+import shutil
+
+bind = os.environ.get("BW_BIND", "127.0.0.1:8700")
+workers = int(os.environ.get("BW_WORKERS", "3"))
+worker_class = "sync"
+preload_app = False
+wsgi_app = "blackwidow.app:get_app()"
+timeout = 30
+graceful_timeout = 10
+accesslog = None
+errorlog = "-"
+loglevel = "warning"
+
+# Must be in the environment before any worker imports prometheus_client.
+_metrics_dir = os.environ.setdefault(
+    "PROMETHEUS_MULTIPROC_DIR",
+    os.path.abspath(os.path.join(os.environ.get("BW_DATA_DIR") or ".run/data", f"prometheus-hub.{os.getpid()}")))
+
+
+def on_starting(server):
+    shutil.rmtree(_metrics_dir, ignore_errors=True)
+    os.makedirs(_metrics_dir, exist_ok=True)
+
+
+def child_exit(server, worker):
+    from prometheus_client import multiprocess
+    multiprocess.mark_process_dead(worker.pid)
+
+
+def on_exit(server):
+    shutil.rmtree(_metrics_dir, ignore_errors=True)
