@@ -6,4 +6,5 @@ pytest_plugins = [
     "tests.fixtures.postgres",
     "tests.fixtures.cassandra",
     "tests.fixtures.mediawiki",
+    "tests.fixtures.revision_stores",
 ]

@@ -2,7 +2,7 @@
 from typing import Iterable, Iterator, Protocol, Sequence
 from datetime import datetime
 
-from shared.revisions.model import ResumePoint, Revision
+from shared.revisions.model import PageState, ResumePoint, Revision
 
 
 class StoreError(Exception):
@@ -19,10 +19,17 @@ class RevisionStore(Protocol):
 
     def history(self, wiki: str, page_id: int, *, since: datetime | None = None,
                 until: datetime | None = None) -> Iterator[Revision]:
-        """Revisions of a page, newest first, optionally bounded by timestamps (inclusive)."""
+        """Revisions of a page, newest first, optionally bounded by timestamps (inclusive).
+        Metadata only: content is None (see content()); tags come back sorted."""
 
     def revisions(self, wiki: str | None = None) -> Iterable[Revision]:
-        """Every stored revision (for statistics and verification); order unspecified."""
+        """Every stored revision (for statistics and verification); order unspecified; metadata only."""
+
+    def content(self, wiki: str, rev_id: int) -> str | None:
+        """Stored wikitext of a revision, or None when it was harvested without content."""
+
+    def page(self, wiki: str, page_id: int) -> PageState | None:
+        """Latest revision and revision count of a page, or None if nothing is stored."""
 
     def close(self) -> None:
         ...

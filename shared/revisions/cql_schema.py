@@ -1,0 +1,109 @@
+"""Apply cassandra/schema.cql under a chosen keyspace name and replication.
+
+The file names one keyspace (the local default); this module rewrites that name and the replication
+map, then runs the statements one by one. DDL cannot be prepared, so the keyspace name is validated
+instead of being bound.
+"""
+import re
+from pathlib import Path
+from typing import Mapping
+
+SCHEMA_PATH = Path(__file__).resolve().parents[2] / "cassandra" / "schema.cql"
+DDL_TIMEOUT_S = 60.0
+_KEYSPACE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,47}$")
+_CREATE_KEYSPACE = re.compile(
+    r"^CREATE\s+KEYSPACE\s+IF\s+NOT\s+EXISTS\s+(\w+)\s+WITH\s+replication\s*=\s*\{[^}]*\}", re.I)
+
+
+def split_statements(text: str) -> list[str]:
+    """CQL statements of a script without `--` and `//` comments; quotes may contain ';' or '--'."""
+    statements, current, quote, i = [], [], None, 0
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            current.append(ch)
+            if ch == quote:
+                quote = None
+        elif ch in "'\"":
+            quote = ch
+            current.append(ch)
+        elif text.startswith(("--", "//"), i):
+            end = text.find("\n", i)
+            i = len(text) if end < 0 else end
+            continue
+        elif ch == ";":
+            statements.append("".join(current).strip())
+            current = []
+        else:
+            current.append(ch)
+        i += 1
+    statements.append("".join(current).strip())
+    return [s for s in statements if s]
+
+
+def replication_map(replication: int | Mapping[str, object], datacenters: list[str]) -> str:
+    """CQL map literal. An int is a replication factor in every datacenter the cluster reports
+    (NetworkTopologyStrategy); a mapping is used as given and must name its 'class'."""
+    if isinstance(replication, int):
+        if replication < 1 or not datacenters:
+            raise ValueError(f"replication: need a factor >= 1 and a datacenter, "
+                             f"got {replication} {datacenters}")
+        options = {"class": "NetworkTopologyStrategy", **{dc: replication for dc in sorted(datacenters)}}
+    else:
+        options = dict(replication)
+        if "class" not in options:
+            raise ValueError("replication: a mapping must name its 'class'")
+    return "{" + ", ".join(f"'{k}': '{v}'" for k, v in options.items()) + "}"
+
+
+def render(text: str, keyspace: str, replication_literal: str) -> list[str]:
+    """The script's statements with its keyspace renamed and its replication replaced."""
+    if not _KEYSPACE_NAME.match(keyspace):
+        raise ValueError(f"keyspace: {keyspace!r} is not a valid keyspace name")
+    statements = split_statements(text)
+    found = _CREATE_KEYSPACE.match(statements[0]) if statements else None
+    if not found:
+        raise ValueError("schema: the first statement must be "
+                         "CREATE KEYSPACE IF NOT EXISTS <name> WITH replication")
+    source = found.group(1)
+    out = [f"CREATE KEYSPACE IF NOT EXISTS {keyspace} WITH replication = {replication_literal}"
+           + statements[0][found.end():]]
+    qualified = re.compile(rf"\b{re.escape(source)}\.")
+    out += [qualified.sub(f"{keyspace}.", s) for s in statements[1:]]
+    return out
+
+
+def apply_schema(session, keyspace: str = "blackwidow", replication: int | Mapping[str, object] = 1,
+                 path: Path = SCHEMA_PATH) -> None:
+    """Create the keyspace (if absent) and every table (if absent). Safe to run again; an existing
+    keyspace keeps its replication (change that with ALTER KEYSPACE)."""
+    datacenters = sorted({h.datacenter for h in session.cluster.metadata.all_hosts() if h.datacenter})
+    literal = replication_map(replication, datacenters)
+    for statement in render(Path(path).read_text(encoding="utf-8"), keyspace, literal):
+        session.execute(statement, timeout=DDL_TIMEOUT_S)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """python -m shared.revisions.cql_schema [--hosts H,H] [--port P] [--keyspace K] [--replication N]"""
+    import argparse
+    import os
+
+    from shared.revisions.cassandra_store import cluster_for
+
+    parser = argparse.ArgumentParser(description="Create the revision keyspace and tables if absent.")
+    parser.add_argument("--hosts", default=os.environ.get("BW_CASSANDRA_HOSTS") or "127.0.0.1")
+    parser.add_argument("--port", type=int, default=int(os.environ.get("BW_CASSANDRA_PORT") or 9042))
+    parser.add_argument("--keyspace", default=os.environ.get("BW_CASSANDRA_KEYSPACE") or "blackwidow")
+    parser.add_argument("--replication", type=int, default=1, help="replication factor per datacenter")
+    args = parser.parse_args(argv)
+    cluster = cluster_for([h.strip() for h in args.hosts.split(",") if h.strip()], args.port)
+    try:
+        apply_schema(cluster.connect(), args.keyspace, args.replication)
+    finally:
+        cluster.shutdown()
+    print(f"schema applied: keyspace {args.keyspace}, replication {args.replication}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

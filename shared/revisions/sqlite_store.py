@@ -1,0 +1,251 @@
+"""RevisionStore on one SQLite file: the embedded default when no Cassandra is configured.
+
+WAL mode and a busy timeout let several processes (spawns, the stats command) share the file; each
+write() is one IMMEDIATE transaction, so a page's totals and latest revision never run ahead of its rows.
+"""
+import json
+import os
+import sqlite3
+import threading
+from datetime import datetime, timezone
+from typing import Iterable, Iterator, Sequence
+
+from shared.revisions.derived import (
+    CONTENT_CODEC, EARLIEST, LATEST, compress_text, decompress_text, missing_parents, one_page, size_deltas,
+    utc)
+from shared.revisions.model import PageState, ResumePoint, Revision
+from shared.revisions.store import StoreError
+
+BUSY_TIMEOUT_S = 30.0
+READ_CHUNK = 1000
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS revisions (
+  wiki TEXT NOT NULL,
+  rev_id INTEGER NOT NULL,
+  page_id INTEGER NOT NULL,
+  ns INTEGER NOT NULL,
+  title TEXT NOT NULL,
+  parent_id INTEGER NOT NULL,
+  rev_ts TEXT NOT NULL,              -- UTC 'YYYY-MM-DDTHH:MM:SS.fffZ': sorts as text, date() reads it
+  user_text TEXT,
+  user_id INTEGER,
+  anon INTEGER NOT NULL,
+  minor INTEGER NOT NULL,
+  size INTEGER NOT NULL,
+  size_delta INTEGER,                -- size minus the parent's size (shared.revisions.derived.size_deltas)
+  sha1 TEXT,
+  comment TEXT,
+  tags TEXT NOT NULL,                -- JSON array, sorted
+  content_model TEXT,
+  user_hidden INTEGER NOT NULL,
+  comment_hidden INTEGER NOT NULL,
+  sha1_hidden INTEGER NOT NULL,
+  text_hidden INTEGER NOT NULL,
+  PRIMARY KEY (wiki, rev_id)
+);
+CREATE INDEX IF NOT EXISTS revisions_by_page ON revisions (wiki, page_id, rev_ts, rev_id);
+CREATE INDEX IF NOT EXISTS revisions_by_user ON revisions (wiki, user_text, rev_ts);
+CREATE INDEX IF NOT EXISTS revisions_by_time ON revisions (wiki, rev_ts);
+CREATE TABLE IF NOT EXISTS revision_content (
+  wiki TEXT NOT NULL,
+  rev_id INTEGER NOT NULL,
+  codec TEXT NOT NULL,
+  body BLOB NOT NULL,
+  PRIMARY KEY (wiki, rev_id)
+);
+CREATE TABLE IF NOT EXISTS pages (
+  wiki TEXT NOT NULL,
+  page_id INTEGER NOT NULL,
+  ns INTEGER NOT NULL,
+  title TEXT NOT NULL,
+  latest_rev_id INTEGER NOT NULL,
+  latest_rev_ts TEXT NOT NULL,
+  latest_size INTEGER NOT NULL,
+  first_month INTEGER NOT NULL,
+  revisions INTEGER NOT NULL,
+  PRIMARY KEY (wiki, page_id)
+);
+"""
+
+_COLUMNS = ("wiki, rev_id, page_id, ns, title, parent_id, rev_ts, user_text, user_id, anon, minor, size, "
+            "size_delta, sha1, comment, tags, content_model, "
+            "user_hidden, comment_hidden, sha1_hidden, text_hidden")
+_INSERT = f"INSERT OR REPLACE INTO revisions ({_COLUMNS}) VALUES ({', '.join('?' * 21)})"
+# The page row is recomputed from the stored rows inside the same transaction: exact and convergent.
+_REFRESH_PAGE = """
+INSERT OR REPLACE INTO pages
+SELECT r.wiki, r.page_id, r.ns, r.title, r.rev_id, r.rev_ts, r.size,
+       (SELECT CAST(strftime('%Y%m', MIN(rev_ts)) AS INTEGER) FROM revisions
+        WHERE wiki = ?1 AND page_id = ?2),
+       (SELECT COUNT(*) FROM revisions WHERE wiki = ?1 AND page_id = ?2)
+FROM revisions r WHERE r.wiki = ?1 AND r.page_id = ?2
+ORDER BY r.rev_ts DESC, r.rev_id DESC LIMIT 1
+"""
+
+
+def format_ts(ts: datetime) -> str:
+    """Millisecond precision, as Cassandra keeps it, so both stores return equal timestamps."""
+    return utc(ts).strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc(ts).microsecond // 1000:03d}Z"
+
+
+def parse_ts(text: str) -> datetime:
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc)
+
+
+class SQLiteRevisionStore:
+    def __init__(self, path: str):
+        self._path = path
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        directory = os.path.dirname(os.path.abspath(path))
+        os.makedirs(directory, exist_ok=True)
+        conn = self._conn()
+        try:
+            with _transaction(conn):
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+        except sqlite3.Error as exc:
+            raise StoreError(f"opening {path} failed: {exc}") from exc
+
+    def _conn(self) -> sqlite3.Connection:
+        """One connection per thread: a spawn writes from several source threads at once."""
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self._path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
+                                   check_same_thread=False)
+            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            self._local.conn = conn
+            with self._lock:
+                self._connections.append(conn)
+        return conn
+
+    # -- writing -------------------------------------------------------------------------------
+
+    def write(self, revisions: Sequence[Revision]) -> None:
+        if not revisions:
+            return
+        wiki, page_id = one_page(revisions)
+        conn = self._conn()
+        try:
+            with _transaction(conn):
+                parents = sorted(missing_parents(revisions))
+                marks = ", ".join("?" * len(parents))
+                stored_sizes = dict(conn.execute(
+                    f"SELECT rev_id, size FROM revisions WHERE wiki = ? AND rev_id IN ({marks})",
+                    (wiki, *parents))) if parents else {}
+                deltas = size_deltas(revisions, stored_sizes)
+                conn.executemany(_INSERT, [_row(r, deltas[r.rev_id]) for r in revisions])
+                conn.executemany(
+                    "INSERT OR REPLACE INTO revision_content (wiki, rev_id, codec, body) VALUES (?, ?, ?, ?)",
+                    [(r.wiki, r.rev_id, CONTENT_CODEC, compress_text(r.content))
+                     for r in revisions if r.content is not None])
+                conn.execute(_REFRESH_PAGE, (wiki, page_id))
+        except sqlite3.Error as exc:
+            raise StoreError(f"writing {len(revisions)} revisions of {wiki} page {page_id} failed: {exc}") \
+                from exc
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def resume_point(self, wiki: str, page_id: int) -> ResumePoint | None:
+        state = self.page(wiki, page_id)
+        return None if state is None else ResumePoint(state.latest_rev_id, state.latest_timestamp)
+
+    def page(self, wiki: str, page_id: int) -> PageState | None:
+        row = self._query("SELECT title, latest_rev_id, latest_rev_ts, revisions FROM pages "
+                          "WHERE wiki = ? AND page_id = ?", (wiki, page_id))
+        if not row:
+            return None
+        title, rev_id, ts, count = row[0]
+        return PageState(wiki, page_id, title, rev_id, parse_ts(ts), count)
+
+    def history(self, wiki: str, page_id: int, *, since: datetime | None = None,
+                until: datetime | None = None) -> Iterator[Revision]:
+        # keyset pages: no cursor stays open between yields, so writers are never blocked by a reader
+        cursor = (format_ts(until or LATEST), float("inf"))
+        lo = format_ts(since or EARLIEST)
+        while True:
+            rows = self._query(
+                f"SELECT {_COLUMNS} FROM revisions WHERE wiki = ? AND page_id = ? AND rev_ts >= ? "
+                "AND (rev_ts < ? OR (rev_ts = ? AND rev_id <= ?)) ORDER BY rev_ts DESC, rev_id DESC LIMIT ?",
+                (wiki, page_id, lo, cursor[0], cursor[0], cursor[1], READ_CHUNK))
+            for row in rows:
+                yield _revision(row)
+            if len(rows) < READ_CHUNK:
+                return
+            cursor = (rows[-1][6], rows[-1][1] - 1)
+
+    def revisions(self, wiki: str | None = None) -> Iterable[Revision]:
+        where, params = ("wiki = ? AND", (wiki,)) if wiki is not None else ("", ())
+        cursor = ("", -1)
+        while True:
+            rows = self._query(
+                f"SELECT {_COLUMNS} FROM revisions WHERE {where} (wiki, rev_id) > (?, ?) "
+                "ORDER BY wiki, rev_id LIMIT ?", (*params, *cursor, READ_CHUNK))
+            for row in rows:
+                yield _revision(row)
+            if len(rows) < READ_CHUNK:
+                return
+            cursor = (rows[-1][0], rows[-1][1])
+
+    def content(self, wiki: str, rev_id: int) -> str | None:
+        rows = self._query("SELECT codec, body FROM revision_content WHERE wiki = ? AND rev_id = ?",
+                           (wiki, rev_id))
+        return decompress_text(*rows[0]) if rows else None
+
+    def _query(self, sql: str, params: tuple) -> list[tuple]:
+        try:
+            return self._conn().execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(f"read failed: {exc}") from exc
+
+    def close(self) -> None:
+        with self._lock:
+            for conn in self._connections:
+                conn.close()
+            self._connections.clear()
+        self._local = threading.local()
+
+
+class _transaction:
+    """BEGIN IMMEDIATE takes the write lock up front, so the busy timeout applies instead of a
+    deadlock error when two processes upgrade read locks at once."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        self._conn = conn
+
+    def __enter__(self):
+        self._conn.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            try:
+                self._conn.execute("COMMIT")
+                return False
+            except sqlite3.Error:
+                self._conn.execute("ROLLBACK")
+                raise
+        self._conn.execute("ROLLBACK")
+        return False
+
+
+def _row(r: Revision, delta: int | None) -> tuple:
+    return (r.wiki, r.rev_id, r.page_id, r.ns, r.title, r.parent_id, format_ts(r.timestamp), r.user,
+            r.user_id, int(r.anon), int(r.minor), r.size, delta, r.sha1, r.comment,
+            json.dumps(sorted(set(r.tags))), r.content_model, int(r.user_hidden), int(r.comment_hidden),
+            int(r.sha1_hidden), int(r.text_hidden))
+
+
+def _revision(row: tuple) -> Revision:
+    (wiki, rev_id, page_id, ns, title, parent_id, ts, user, user_id, anon, minor, size, _delta, sha1, comment,
+     tags, content_model, user_hidden, comment_hidden, sha1_hidden, text_hidden) = row
+    return Revision(wiki=wiki, page_id=page_id, ns=ns, title=title, rev_id=rev_id, parent_id=parent_id,
+                    timestamp=parse_ts(ts), user=user, user_id=user_id, anon=bool(anon), minor=bool(minor),
+                    size=size, sha1=sha1, comment=comment, tags=tuple(json.loads(tags)),
+                    content_model=content_model, user_hidden=bool(user_hidden),
+                    comment_hidden=bool(comment_hidden), sha1_hidden=bool(sha1_hidden),
+                    text_hidden=bool(text_hidden))

@@ -1,0 +1,124 @@
+"""The RevisionStore contract on the real local Cassandra, plus the query tables the analysts read."""
+import dataclasses
+import zlib
+
+import pytest
+from cassandra import ConsistencyLevel
+from cassandra.cluster import EXEC_PROFILE_DEFAULT
+
+from shared.revisions.cassandra_store import CassandraRevisionStore
+from shared.revisions.cql_schema import apply_schema
+from shared.revisions.derived import DAY_SHARDS
+from shared.revisions.store import StoreError
+from tests.revision_store_contract import RevisionStoreContract, make_history
+
+pytestmark = pytest.mark.integration
+
+TABLES = {"revisions_by_page", "page_months", "pages", "pages_by_title", "revisions_by_id",
+          "revisions_by_user", "revisions_by_day", "revisions_by_tag", "revision_content"}
+
+
+class TestCassandraRevisionStore(RevisionStoreContract):
+    @pytest.fixture
+    def store(self, cassandra_revision_store):
+        return cassandra_revision_store
+
+    @pytest.fixture
+    def stored_size_delta(self, cassandra_session, cassandra_keyspace):
+        by_id = cassandra_session.prepare(
+            f"SELECT page_id, rev_ts FROM {cassandra_keyspace}.revisions_by_id WHERE wiki = ? AND rev_id = ?")
+        by_page = cassandra_session.prepare(
+            f"SELECT size_delta FROM {cassandra_keyspace}.revisions_by_page "
+            "WHERE wiki = ? AND page_id = ? AND month = ? AND rev_ts = ? AND rev_id = ?")
+
+        def read(wiki, rev_id):
+            key = cassandra_session.execute(by_id, (wiki, rev_id)).one()
+            month = key.rev_ts.year * 100 + key.rev_ts.month
+            return cassandra_session.execute(by_page, (wiki, key.page_id, month, key.rev_ts, rev_id)).one()[0]
+        return read
+
+    @pytest.fixture
+    def poisoned(self):
+        # a tag is a partition key of revisions_by_tag; keys are capped at 64 KiB, so its insert fails
+        return lambda revision: dataclasses.replace(revision, tags=("x" * 70_000,))
+
+    @pytest.fixture
+    def store_env(self, cassandra_keyspace):
+        return {"BW_CASSANDRA_HOSTS": "127.0.0.1", "BW_CASSANDRA_KEYSPACE": cassandra_keyspace}
+
+
+def test_schema_has_one_table_per_query_with_time_bounded_keys(cassandra_cluster, cassandra_keyspace):
+    tables = cassandra_cluster.metadata.keyspaces[cassandra_keyspace].tables
+    assert set(tables) == TABLES
+    by_page = tables["revisions_by_page"]
+    assert [c.name for c in by_page.partition_key] == ["wiki", "page_id", "month"]
+    assert [(c.name, c.is_reversed) for c in by_page.clustering_key] == [("rev_ts", True), ("rev_id", True)]
+    assert [c.name for c in tables["revisions_by_user"].partition_key] == ["wiki", "user_text", "month"]
+    assert [c.name for c in tables["revisions_by_day"].partition_key] == ["wiki", "day", "shard"]
+    assert [c.name for c in tables["revisions_by_tag"].partition_key] == ["wiki", "tag", "month"]
+    assert [c.name for c in tables["revision_content"].partition_key] == ["wiki", "rev_id"]
+    assert [c.name for c in tables["pages"].partition_key] == ["wiki", "page_id"]
+
+
+def test_applying_the_schema_again_is_harmless(cassandra_session, cassandra_keyspace):
+    apply_schema(cassandra_session, cassandra_keyspace, 1)
+
+
+def test_statements_are_prepared_idempotent_and_local_quorum(cassandra_cluster, cassandra_revision_store):
+    statements = cassandra_revision_store._ps.values()
+    assert statements and all(ps.is_idempotent for ps in statements)
+    profile = cassandra_cluster.profile_manager.profiles[EXEC_PROFILE_DEFAULT]
+    assert profile.consistency_level == ConsistencyLevel.LOCAL_QUORUM
+
+
+def test_query_tables_answer_the_analysts_questions(cassandra_session, cassandra_keyspace,
+                                                    cassandra_revision_store):
+    wiki = "analyst.example.org"
+    revisions = make_history(wiki, 21, 40)
+    hidden = dataclasses.replace(revisions[-1], user=None, user_id=None, user_hidden=True)
+    cassandra_revision_store.write([*revisions[:-1], hidden])
+
+    def rows(table, where, *params):
+        cql = f"SELECT * FROM {cassandra_keyspace}.{table} WHERE {where}"
+        return list(cassandra_session.execute(cassandra_session.prepare(cql), params))
+
+    def in_month(r, month):
+        return r.timestamp.year * 100 + r.timestamp.month == month
+
+    # a user's edits in a month, newest first
+    expected = [r.rev_id for r in reversed(revisions[:-1]) if r.user == "Editor1" and in_month(r, 202302)]
+    got = rows("revisions_by_user", "wiki = ? AND user_text = ? AND month = ?", wiki, "Editor1", 202302)
+    assert expected and [r.rev_id for r in got] == expected
+    # everything edited on a day, over the day's shards
+    day = revisions[3].timestamp.date()
+    on_day = [r.rev_id for shard in range(DAY_SHARDS)
+              for r in rows("revisions_by_day", "wiki = ? AND day = ? AND shard = ?", wiki, day, shard)]
+    assert sorted(on_day) == sorted(r.rev_id for r in revisions if r.timestamp.date() == day)
+    # revisions carrying a tag in a month
+    tagged = rows("revisions_by_tag", "wiki = ? AND tag = ? AND month = ?", wiki, "visualeditor", 202302)
+    assert {r.rev_id for r in tagged} == {r.rev_id for r in revisions
+                                          if "visualeditor" in r.tags and in_month(r, 202302)}
+    # the months of an article, newest first, with their counts; the title lookup
+    months = rows("page_months", "wiki = ? AND page_id = ?", wiki, 21)
+    assert sum(m.revisions for m in months) == 40 and months[0].month > months[-1].month
+    assert rows("pages_by_title", "wiki = ? AND title = ?", wiki, "Spider web")[0].page_id == 21
+    # a hidden user is in the page history but in no user's partition
+    newest = rows("revisions_by_page", "wiki = ? AND page_id = ? AND month = ? LIMIT 1", wiki, 21,
+                  hidden.timestamp.year * 100 + hidden.timestamp.month)[0]
+    assert (newest.rev_id, newest.user_hidden, newest.user_text) == (hidden.rev_id, True, None)
+
+
+def test_content_is_stored_compressed(cassandra_session, cassandra_keyspace, cassandra_revision_store):
+    text = "== Section ==\n" + "the same sentence again. " * 500
+    revision = dataclasses.replace(make_history("content.example.org", 1, 1)[0], content=text)
+    cassandra_revision_store.write([revision])
+    row = cassandra_session.execute(cassandra_session.prepare(
+        f"SELECT codec, body FROM {cassandra_keyspace}.revision_content WHERE wiki = ? AND rev_id = ?"),
+        ("content.example.org", revision.rev_id)).one()
+    assert row.codec == "zlib" and len(row.body) < len(text) / 10
+    assert zlib.decompress(row.body).decode() == text
+
+
+def test_a_missing_keyspace_is_a_clear_error(cassandra_session):
+    with pytest.raises(StoreError, match="apply cassandra/schema.cql"):
+        CassandraRevisionStore(cassandra_session, "bw_no_such_keyspace")

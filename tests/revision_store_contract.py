@@ -1,0 +1,158 @@
+"""The RevisionStore contract, run against every backend.
+
+A backend's test module subclasses RevisionStoreContract and provides four fixtures:
+`store`, `stored_size_delta(wiki, rev_id) -> int | None` (read straight from the backend's tables),
+`poisoned(revision) -> Revision` (a variant the backend rejects on write) and `store_env`
+(BW_* variables that make open_store() pick this backend).
+"""
+import dataclasses
+import uuid
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from shared.config import SpawnConfig
+from shared.revisions.factory import open_store
+from shared.revisions.model import Revision
+from shared.revisions.store import StoreError
+
+START = datetime(2023, 1, 30, 22, 0, tzinfo=timezone.utc)
+
+
+def make_history(wiki: str, page_id: int, count: int, *, first_rev_id: int = 1000, start: datetime = START,
+                 step: timedelta = timedelta(hours=19), title: str = "Spider web") -> list[Revision]:
+    """A page's revisions oldest first: chained parents, growing sizes, registered and anonymous
+    editors, tags and minor edits, spread over several months."""
+    revisions, parent, size = [], 0, 0
+    for i in range(count):
+        rev_id = first_rev_id + i * 3
+        size += 120 if i % 4 else -40 if i else 500
+        anon = i % 5 == 4
+        revisions.append(Revision(
+            wiki=wiki, page_id=page_id, ns=0, title=title, rev_id=rev_id, parent_id=parent,
+            timestamp=start + step * i, user=f"192.0.2.{i}" if anon else f"Editor{i % 3}",
+            user_id=None if anon else 10 + i % 3, anon=anon, minor=i % 3 == 1, size=size,
+            sha1=f"{rev_id:040x}", comment=f"edit {i}; see [[Talk:Spider web]]",
+            tags=("mobile edit", "visualeditor")[: i % 3], content_model="wikitext"))
+        parent = rev_id
+    return revisions
+
+
+def metadata(revisions) -> list[Revision]:
+    return [dataclasses.replace(r, content=None) for r in revisions]
+
+
+def newest_first(revisions) -> list[Revision]:
+    return sorted(revisions, key=lambda r: (r.timestamp, r.rev_id), reverse=True)
+
+
+class RevisionStoreContract:
+    @pytest.fixture
+    def wiki(self):
+        return f"test-{uuid.uuid4().hex[:10]}.example.org"
+
+    def test_history_returns_every_revision_newest_first(self, store, wiki):
+        revisions = make_history(wiki, 7, 40)
+        assert len({(r.timestamp.year, r.timestamp.month) for r in revisions}) >= 2
+        store.write(revisions)
+        assert list(store.history(wiki, 7)) == newest_first(metadata(revisions))
+
+    def test_replaying_a_write_changes_nothing(self, store, wiki):
+        revisions = make_history(wiki, 7, 25)
+        store.write(revisions)
+        before = (list(store.history(wiki, 7)), store.page(wiki, 7), store.resume_point(wiki, 7))
+        store.write(revisions)
+        store.write(revisions[5:12])
+        after = (list(store.history(wiki, 7)), store.page(wiki, 7), store.resume_point(wiki, 7))
+        assert after == before
+        assert before[1].revisions == 25
+
+    def test_history_is_bounded_by_inclusive_dates(self, store, wiki):
+        revisions = make_history(wiki, 3, 60)
+        store.write(revisions)
+        since, until = revisions[10].timestamp, revisions[47].timestamp
+        got = list(store.history(wiki, 3, since=since, until=until))
+        assert got == newest_first(metadata(revisions[10:48]))
+        assert list(store.history(wiki, 3, since=revisions[-1].timestamp)) == metadata(revisions[-1:])
+        assert list(store.history(wiki, 3, until=revisions[0].timestamp - timedelta(days=1))) == []
+
+    def test_resume_point_is_the_newest_stored_revision(self, store, wiki):
+        revisions = make_history(wiki, 5, 30)
+        assert store.resume_point(wiki, 5) is None
+        assert store.page(wiki, 5) is None
+        store.write(revisions[:20])
+        point = store.resume_point(wiki, 5)
+        assert (point.rev_id, point.timestamp) == (revisions[19].rev_id, revisions[19].timestamp)
+        store.write(revisions[20:])
+        assert store.resume_point(wiki, 5).rev_id == revisions[-1].rev_id
+        # an older batch arriving late never moves the pointer back
+        store.write(revisions[:3])
+        assert store.resume_point(wiki, 5).rev_id == revisions[-1].rev_id
+        page = store.page(wiki, 5)
+        assert (page.title, page.latest_rev_id, page.revisions) == ("Spider web", revisions[-1].rev_id, 30)
+
+    def test_a_failed_write_does_not_move_the_resume_point(self, store, wiki, poisoned):
+        revisions = make_history(wiki, 9, 12)
+        store.write(revisions[:8])
+        with pytest.raises(StoreError):
+            store.write([*revisions[8:11], poisoned(revisions[11])])
+        assert store.resume_point(wiki, 9).rev_id == revisions[7].rev_id
+        assert store.page(wiki, 9).revisions == 8
+        store.write(revisions[8:])                      # the retry completes the page
+        assert store.resume_point(wiki, 9).rev_id == revisions[-1].rev_id
+        assert list(store.history(wiki, 9)) == newest_first(metadata(revisions))
+
+    def test_content_round_trip(self, store, wiki):
+        text = "'''Araña''' — {{Infobox}}\n" + "Ünïcødé wikitext ✓ " * 2000
+        revisions = make_history(wiki, 11, 3)
+        with_content = [dataclasses.replace(revisions[0], content=text),
+                        dataclasses.replace(revisions[1], content=""), revisions[2]]
+        store.write(with_content)
+        assert store.content(wiki, revisions[0].rev_id) == text
+        assert store.content(wiki, revisions[1].rev_id) == ""
+        assert store.content(wiki, revisions[2].rev_id) is None
+        assert store.content(wiki, 424242) is None
+        assert all(r.content is None for r in store.history(wiki, 11))
+
+    def test_hidden_user_and_comment(self, store, wiki):
+        first, second = make_history(wiki, 13, 2)
+        hidden = dataclasses.replace(second, user=None, user_id=None, user_hidden=True, comment=None,
+                                     comment_hidden=True, sha1=None, sha1_hidden=True)
+        store.write([first, hidden])
+        assert list(store.history(wiki, 13)) == [hidden, first]
+
+    def test_size_delta_against_the_parent(self, store, wiki, stored_size_delta):
+        revisions = make_history(wiki, 15, 6)
+        store.write(revisions[:3])
+        store.write(revisions[3:])                      # parent of revisions[3] is looked up in storage
+        assert [stored_size_delta(wiki, r.rev_id) for r in revisions] == [500, 120, 120, 120, -40, 120]
+        orphan = dataclasses.replace(revisions[0], rev_id=99_999, parent_id=88_888, page_id=16)
+        store.write([orphan])
+        assert stored_size_delta(wiki, 99_999) is None
+
+    def test_full_iteration(self, store, wiki):
+        other = wiki.replace("test-", "other-")
+        a, b = make_history(wiki, 1, 5), make_history(wiki, 2, 4, first_rev_id=5000)
+        c = make_history(other, 1, 3)
+        for batch in (a, b, c):
+            store.write(batch)
+        key = lambda r: (r.wiki, r.rev_id)   # noqa: E731
+        assert sorted(store.revisions(wiki), key=key) == sorted(a + b, key=key)
+        everything = set(store.revisions())
+        assert set(a + b + c) <= everything
+
+    def test_a_write_covers_one_page(self, store, wiki):
+        mixed = make_history(wiki, 1, 2) + make_history(wiki, 2, 1, first_rev_id=7000)
+        with pytest.raises(ValueError, match="one page"):
+            store.write(mixed)
+        store.write([])
+        assert store.resume_point(wiki, 1) is None
+
+    def test_open_store_picks_this_backend_from_config(self, store, store_env, wiki):
+        opened = open_store(SpawnConfig.from_env({"BW_NODE_SECRET": "s", **store_env}))
+        try:
+            assert type(opened) is type(store)
+            opened.write(make_history(wiki, 1, 3))
+            assert opened.page(wiki, 1).revisions == 3
+        finally:
+            opened.close()
