@@ -79,33 +79,3 @@ def _request_metrics() -> bytes:
         return generate_latest(registry)
     return generate_latest(REGISTRY)
 
-
-# --- scheduler process -----------------------------------------------------------------------------
-# The scheduler exposes these on BW_SCHEDULER_METRICS_PORT (see scheduler.py), on a registry of its own
-# so that tests can build as many as they like.
-
-from prometheus_client import Gauge  # noqa: E402
-
-# Poll latencies on a local network are milliseconds; a timed-out node takes seconds.
-POLL_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
-
-
-class SchedulerMetrics:
-    def __init__(self, registry: CollectorRegistry | None = None):
-        self.registry = registry or CollectorRegistry()
-        r = self.registry
-        self.polls = Counter("bw_hub_polls", "Node polls by result (ok, failed)", ["result"], registry=r)
-        self.poll_seconds = Histogram("bw_hub_poll_seconds", "Latency of one node poll", buckets=POLL_BUCKETS,
-                                      registry=r)
-        self.tick_seconds = Histogram("bw_hub_tick_seconds", "Duration of a whole poll tick (poll, plan, send)",
-                                      buckets=POLL_BUCKETS, registry=r)
-        self.reloads = Counter("bw_hub_reloads", "Reloads by kind (hard, soft)", ["kind"], registry=r)
-        self.sends = Counter("bw_hub_sends", "Sends to nodes by action (put, drop) and result (ok, failed)",
-                             ["action", "result"], registry=r)
-        self.adoptions = Counter("bw_hub_adoptions", "Subscriptions found already running where routing wants "
-                                 "them, recorded without a send", registry=r)
-        self.nodes_removed = Counter("bw_hub_nodes_removed", "Nodes marked dead after consecutive failed polls",
-                                     registry=r)
-        self.tick_errors = Counter("bw_hub_tick_errors", "Ticks that failed to record their outcome", registry=r)
-        self.live_nodes = Gauge("bw_hub_live_nodes", "Live nodes after the last tick", registry=r)
-        self.leader = Gauge("bw_hub_scheduler_leader", "1 while this scheduler process holds the lock", registry=r)
