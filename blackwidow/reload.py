@@ -2,8 +2,8 @@
 
 Hard reload (the live node set changed): every assignment was recomputed; send everything a node
 cannot prove it already runs, drop whatever sits on the wrong node.
-Soft reload (same node set): drop stale, send new or changed, re-send failed, missing or
-unacknowledged. In both, a node that reports the desired spec already is left alone (adopted).
+Soft reload (same node set): drop stale, send new or changed, re-send failed (drop, then put),
+missing or unacknowledged. In both, a node that reports the desired spec already is left alone (adopted).
 Nodes absent from `reported` did not answer this tick: nothing is sent to them or dropped there.
 """
 from dataclasses import dataclass, field
@@ -27,7 +27,7 @@ class Put:
 class Drop:
     node_id: str
     subscription_id: str
-    reason: str      # moved | stale
+    reason: str      # moved | stale | failed (dropped to be put again)
 
 
 @dataclass(frozen=True)
@@ -101,6 +101,9 @@ def plan(desired: Mapping[str, tuple[str, SubscriptionSpec]],
         status = on_node.get(sub_id)
         may_retry = retry_failed is None or sub_id in retry_failed
         reason = _put_reason(node, spec, status, acked.get(sub_id), hard, may_retry)
+        if reason == "failed":
+            # an equal spec would change nothing on the node: drop first so the put starts it afresh
+            drops.append(Drop(node, sub_id, "failed"))
         if reason is not None:
             puts.append(Put(node, spec, reason))
         elif status is not None and acked.get(sub_id) != node and status.state != "failed":

@@ -1,0 +1,233 @@
+"""The poll tick against real PostgreSQL and real HTTP spawn doubles: spread, idempotent sends,
+node death, hub restart, subscription changes and per-node isolation."""
+import time
+from datetime import timedelta
+
+import pytest
+import requests
+import sqlalchemy as sa
+
+from blackwidow import store
+from blackwidow.models import Assignment, Node, Reload
+from blackwidow.poller import FAILED_RESEND_AFTER_S, PollerState, poll_once, utcnow
+from blackwidow.spawn_client import SpawnClient
+from tests.integration.coordination_support import (SECRET, add_subscriptions, assignments, client, db_url,  # noqa: F401
+                                                    expected_routes, held, hub_config, maker, register, spawns,
+                                                    subscriptions)
+
+pytestmark = pytest.mark.integration
+
+
+def steady(maker, client, config, state=None, ticks=2):
+    for _ in range(ticks):
+        result = poll_once(maker, client, config, state=state)
+    return result
+
+
+def test_subscriptions_spread_over_nodes_as_routing_says(maker, spawns, client, db_url):
+    doubles = spawns(3)
+    register(maker, doubles)
+    ids = add_subscriptions(maker, 100, shared=20)          # 120 subscriptions on 100 articles
+    config = hub_config(db_url)
+
+    first = poll_once(maker, client, config)
+    want = expected_routes(maker, [d.node_id for d in doubles])
+    assert first.sent == 120 and first.send_failures == 0 and first.kind == "soft"
+    assert held(doubles) == want
+    assert assignments(maker) == {sub_id: (node, True) for sub_id, node in want.items()}
+    rows = subscriptions(maker)
+    assert {(r.node_id, r.state) for r in rows.values()} == {(n, "assigned") for n in set(want.values())}
+    per_node = [len(d.subs) for d in doubles]
+    assert sum(per_node) == 120 and min(per_node) >= 20, per_node
+    # the second tenant's subscriptions share node (and so fetcher) with the first tenant's
+    for shared_sub, twin in zip(ids[100:], ids[:20]):
+        assert want[shared_sub] == want[twin]
+
+    for d in doubles:
+        d.reset_counts()
+    second = poll_once(maker, client, config)
+    assert second.kind is None and second.sent == 0
+    assert sum(d.count("PUT") + d.count("DELETE") for d in doubles) == 0
+    assert {r.state for r in subscriptions(maker).values()} == {"running"}
+    assert {r.revisions for r in subscriptions(maker).values()} == {3}
+    with maker.begin() as session:
+        reloads = session.scalars(sa.select(Reload)).all()
+    assert [(r.kind, r.sends, r.drops) for r in reloads] == [("soft", 120, 0)]
+
+
+def test_unacknowledged_sends_are_retried_and_resends_change_nothing(maker, spawns, client, db_url):
+    (node,) = spawns(1)
+    register(maker, [node])
+    add_subscriptions(maker, 10)
+    config = hub_config(db_url)
+
+    node.fail_with = {"PUT": 503}
+    result = poll_once(maker, client, config)
+    assert result.send_failures == 10 and result.sent == 0
+    assert set(assignments(maker).values()) == {(node.node_id, False)}
+    assert {r.state for r in subscriptions(maker).values()} == {"pending"}
+
+    node.fail_with = {}
+    result = poll_once(maker, client, config)
+    assert result.sent == 10
+    assert set(assignments(maker).values()) == {(node.node_id, True)}
+
+    # acknowledgements lost (say the hub died between send and commit): the node's report suffices
+    with maker.begin() as session:
+        session.execute(sa.update(Assignment).values(acked=False))
+    node.reset_counts()
+    result = poll_once(maker, client, config)
+    assert (result.sent, result.adopted, node.count("PUT")) == (0, 10, 0)
+    assert set(assignments(maker).values()) == {(node.node_id, True)}
+
+    spec = next(iter(node.subs.values()))
+    assert client.put(node.url, spec).changed is False        # sending it again changes nothing
+
+
+def test_dead_node_loses_its_subscriptions_within_node_failures_intervals(maker, spawns, client, db_url):
+    doubles = spawns(3)
+    register(maker, doubles)
+    add_subscriptions(maker, 90)
+    config = hub_config(db_url)
+    state = PollerState()
+    steady(maker, client, config, state)
+
+    victim, survivors = doubles[1], [doubles[0], doubles[2]]
+    want = expected_routes(maker, [d.node_id for d in survivors])
+    victim.stop()
+    stopped = time.monotonic()
+    ticks, results = 0, []
+    while held(survivors) != want:
+        time.sleep(config.poll_interval_s)
+        results.append(poll_once(maker, client, config, state=state))
+        ticks += 1
+        assert ticks <= config.node_failures + 1, results
+    elapsed = time.monotonic() - stopped
+    print(f"\nnode death -> all subscriptions moved: {ticks} ticks, {elapsed:.2f} s "
+          f"at {config.poll_interval_s} s interval ({elapsed / config.poll_interval_s:.1f} intervals); "
+          f"tick times {[round(r.seconds, 3) for r in results]}")
+    assert ticks == config.node_failures
+    assert results[-1].removed == (victim.node_id,) and results[-1].kind == "hard"
+    assert assignments(maker) == {sub_id: (node, True) for sub_id, node in want.items()}
+    with maker.begin() as session:
+        assert session.get(Node, victim.node_id).state == "dead"
+        assert session.scalars(sa.select(Reload.kind).order_by(Reload.id.desc())).first() == "hard"
+    assert {r.node_id for r in subscriptions(maker).values()} == {d.node_id for d in survivors}
+
+    # the spawn comes back and registers again: it is routed to once more (hard reload)
+    victim.start(port=int(victim.url.rsplit(":", 1)[1]))
+    register(maker, [victim])
+    result = poll_once(maker, client, config, state=state)
+    assert result.kind == "hard" and victim.node_id in result.live
+    assert held(doubles) == expected_routes(maker, [d.node_id for d in doubles])
+
+
+def test_restarted_hub_adopts_what_nodes_run_without_any_put(maker, spawns, client, db_url):
+    doubles = spawns(3)
+    register(maker, doubles)
+    add_subscriptions(maker, 60)
+    config = hub_config(db_url)
+    steady(maker, client, config, PollerState())
+    for d in doubles:
+        d.reset_counts()
+
+    # a new process: new engine, new HTTP session, nothing remembered but the database
+    from blackwidow.db import make_sessionmaker
+    fresh_maker = make_sessionmaker(db_url)
+    fresh_client = SpawnClient(requests.Session(), SECRET)
+    try:
+        started = time.monotonic()
+        result = poll_once(fresh_maker, fresh_client, config, state=PollerState())
+        first_tick = time.monotonic() - started
+        # even with the assignment table lost, reports alone let the hub adopt
+        with fresh_maker.begin() as session:
+            session.execute(sa.delete(Assignment))
+        again = poll_once(fresh_maker, fresh_client, config, state=PollerState())
+    finally:
+        fresh_maker.kw["bind"].dispose()
+    print(f"\nhub restart: first tick {first_tick * 1000:.0f} ms, 60 subscriptions adopted")
+    assert (result.kind, result.sent, result.dropped) == (None, 0, 0)
+    assert (again.sent, again.adopted) == (0, 60)
+    assert sum(d.count("PUT") + d.count("DELETE") for d in doubles) == 0
+    assert sum(d.count("POST") for d in doubles) == 6
+    assert {r.state for r in subscriptions(maker).values()} == {"running"}
+    assert set(assignments(maker).values()) <= {(d.node_id, True) for d in doubles}
+    assert len(assignments(maker)) == 60
+
+
+def test_subscription_changes_make_a_soft_reload(maker, spawns, client, db_url):
+    doubles = spawns(2)
+    register(maker, doubles)
+    ids = add_subscriptions(maker, 10)
+    config = hub_config(db_url)
+    state = PollerState()
+    steady(maker, client, config, state)
+    disabled, deleted, requota, limited = ids[:4]
+    with maker.begin() as session:
+        store.update_subscription(session, disabled, {"enabled": False})
+        store.delete_subscription(session, deleted)
+        store.update_subscription(session, requota, {"quota": 7})
+    added = add_subscriptions(maker, 1, prefix="Fresh")[0]
+    node_of = held(doubles)
+    by_id = {d.node_id: d for d in doubles}
+    by_id[node_of[limited]].set_state(limited, "limit_reached")
+    for d in doubles:
+        d.reset_counts()
+
+    result = poll_once(maker, client, config, state=state)
+    assert result.kind == "soft"
+    assert (result.sent, result.dropped) == (2, 3)              # quota in place + new; disabled, deleted, limited
+    assert by_id[node_of[requota]].subs[requota].quota == 7     # updated in place, same node
+    assert set(held(doubles)) == set(ids[4:]) | {requota, added}
+    rows = subscriptions(maker)
+    assert (rows[disabled].state, rows[disabled].node_id) == ("disabled", None)
+    assert (rows[limited].state, rows[limited].node_id) == ("limit_reached", None)
+    assert deleted not in rows and rows[added].state == "assigned"
+    with maker.begin() as session:
+        reason = session.scalars(sa.select(Reload.reason).order_by(Reload.id.desc())).first()
+    assert reason == "changed=1, new=1, stale=3"
+
+    # re-enabled: routed and sent again
+    with maker.begin() as session:
+        store.update_subscription(session, disabled, {"enabled": True})
+    assert poll_once(maker, client, config, state=state).sent == 1
+    assert disabled in held(doubles)
+
+
+def test_failed_subscriptions_are_restarted_at_most_every_resend_interval(maker, spawns, client, db_url):
+    (node,) = spawns(1)
+    register(maker, [node])
+    (sub_id,) = add_subscriptions(maker, 1)
+    config = hub_config(db_url)
+    steady(maker, client, config)
+    node.set_state(sub_id, "failed")
+    node.reset_counts()
+
+    soon = poll_once(maker, client, config)              # just sent: the failure is recorded, no re-send
+    assert soon.sent == 0 and subscriptions(maker)[sub_id].state == "failed"
+    later = lambda: utcnow() + timedelta(seconds=FAILED_RESEND_AFTER_S + 1)      # noqa: E731
+    result = poll_once(maker, client, config, now=later)
+    assert (result.kind, result.dropped, result.sent) == ("soft", 1, 1)
+    assert [m for m, _ in node.requests if m != "POST"] == ["DELETE", "PUT"]      # dropped, then started afresh
+    assert subscriptions(maker)[sub_id].state == "assigned"
+
+
+def test_one_failing_node_never_stops_the_tick(maker, spawns, client, db_url):
+    healthy, erroring, gone = spawns(3)
+    register(maker, [healthy, erroring, gone])
+    add_subscriptions(maker, 60)
+    erroring.fail_with = {"POST": 500}
+    gone.stop()
+    config = hub_config(db_url)
+
+    result = poll_once(maker, client, config)
+    want = expected_routes(maker, [healthy.node_id, erroring.node_id, gone.node_id])
+    assert set(result.failed) == {erroring.node_id, gone.node_id} and result.removed == ()
+    assert held([healthy]) == {s: n for s, n in want.items() if n == healthy.node_id}
+    assert result.sent == len(healthy.subs) and result.send_failures == 0
+    with maker.begin() as session:
+        counts = {n.id: (n.state, n.consecutive_failures) for n in session.scalars(sa.select(Node))}
+    assert counts == {healthy.node_id: ("live", 0), erroring.node_id: ("live", 1), gone.node_id: ("live", 1)}
+    # the unreachable nodes' subscriptions wait (pending) until they answer or are removed
+    rows = subscriptions(maker)
+    assert {rows[s].state for s, n in want.items() if n != healthy.node_id} == {"pending"}
