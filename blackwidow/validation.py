@@ -132,12 +132,12 @@ def check_uuid(value: str, name: str) -> str:
 
 def check_title(value: str) -> str:
     """MediaWiki's normalization, then its rules: non-empty, at most 255 UTF-8 bytes, no #<>[]|{}."""
+    if _ILLEGAL_TITLE.search(value):
+        raise ValidationError("'title' contains a character MediaWiki forbids (#<>[]|{} or a control "
+                              "character)", field="title")
     title = normalize_title(value)
     if not title:
         raise ValidationError("'title' must not be empty", field="title")
-    if _ILLEGAL_TITLE.search(title):
-        raise ValidationError("'title' contains a character MediaWiki forbids (#<>[]|{} or a control "
-                              "character)", field="title")
     if len(title.encode("utf-8")) > MAX_TITLE_BYTES:
         raise ValidationError(f"'title' is longer than {MAX_TITLE_BYTES} UTF-8 bytes", field="title")
     return title

@@ -24,10 +24,10 @@ def get_subscription(session, sub_id: str) -> Subscription:
 def _refusals(session, news: list[NewSubscription]) -> list[ItemError]:
     tenant_ids = {n.tenant_id for n in news}
     known = set(session.scalars(sa.select(Tenant.id).where(Tenant.id.in_(tenant_ids))))
-    existing = set(session.execute(
+    existing = {(tenant_id, source) for tenant_id, source in session.execute(
         sa.select(Subscription.tenant_id, Subscription.source_uuid)
         .where(Subscription.tenant_id.in_(tenant_ids),
-               Subscription.source_uuid.in_({n.source_uuid for n in news}))).tuples())
+               Subscription.source_uuid.in_({n.source_uuid for n in news})))}
     errors, seen = [], set()
     for index, new in enumerate(news):
         key = (new.tenant_id, new.source_uuid)

@@ -1,0 +1,79 @@
+"""`blackwidow admin …` turns arguments into the right REST calls (a recording client stands in for HTTP;
+tests/integration/test_hub_serve.py runs the same commands against a real server)."""
+import io
+import json
+
+import pytest
+
+from blackwidow import cli
+
+
+class Recorder:
+    def __init__(self):
+        self.calls = []
+
+    def call(self, method, path, *, body=None, params=None):
+        self.calls.append((method, path, body, params))
+        return {"ok": True}
+
+    def pages(self, path, params):
+        self.calls.append(("PAGES", path, None, params))
+        yield {"id": 1}
+
+
+def run(argv):
+    args = cli._admin_defaults(cli.build_parser().parse_args(["admin", *argv]))
+    client = Recorder()
+    answer = cli._admin_call(args, client)
+    return client.calls, answer
+
+
+@pytest.mark.parametrize("argv, call", [
+    (["tenants", "create", "--name", "acme"], ("POST", "/v1/tenants", {"name": "acme"}, None)),
+    (["tenants", "create", "--name", "acme", "--quota", "5"], ("POST", "/v1/tenants", {"name": "acme", "quota": 5},
+                                                               None)),
+    (["tenants", "patch", "T", "--quota", "none"], ("PATCH", "/v1/tenants/T", {"quota": None}, None)),
+    (["tenants", "delete", "T"], ("DELETE", "/v1/tenants/T", None, None)),
+    (["tenants", "list", "--limit", "2"], ("GET", "/v1/tenants", None, {"limit": 2})),
+    (["subs", "add", "--tenant", "T", "--wiki", "W", "--title", "X"],
+     ("POST", "/v1/subscriptions", {"tenant_id": "T", "wiki": "W", "title": "X"}, None)),
+    (["subs", "add", "--tenant", "T", "--wiki", "W", "--title", "X", "--content", "--quota", "3"],
+     ("POST", "/v1/subscriptions", {"tenant_id": "T", "wiki": "W", "title": "X", "quota": 3, "content": True}, None)),
+    (["subs", "patch", "S", "--disable"], ("PATCH", "/v1/subscriptions/S", {"enabled": False}, None)),
+    (["subs", "patch", "S", "--enable", "--no-content"],
+     ("PATCH", "/v1/subscriptions/S", {"enabled": True, "content": False}, None)),
+    (["subs", "list", "--tenant", "T", "--state", "running", "--cursor", "C"],
+     ("GET", "/v1/subscriptions", None, {"tenant_id": "T", "state": "running", "cursor": "C"})),
+    (["subs", "list", "--all"], ("PAGES", "/v1/subscriptions", None, {"limit": 1000})),
+    (["subs", "get", "S"], ("GET", "/v1/subscriptions/S", None, None)),
+    (["subs", "delete", "S"], ("DELETE", "/v1/subscriptions/S", None, None)),
+    (["nodes", "list"], ("GET", "/v1/nodes", None, None)),
+    (["nodes", "get", "N"], ("GET", "/v1/nodes/N", None, None)),
+])
+def test_admin_commands_map_to_rest_calls(argv, call):
+    calls, _ = run(argv)
+    assert calls == [call]
+
+
+def test_bulk_reads_titles_from_stdin(monkeypatch):
+    monkeypatch.setattr("sys.stdin", io.StringIO("Main Page\n\n# a comment\nFoo_bar\n"))
+    calls, _ = run(["subs", "bulk", "--tenant", "T", "--wiki", "W", "-"])
+    assert calls == [("POST", "/v1/subscriptions/bulk",
+                      {"tenant_id": "T", "wiki": "W", "items": [{"title": "Main Page"}, {"title": "Foo_bar"}]}, None)]
+
+
+def test_bad_quota_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit):
+        cli.build_parser().parse_args(["admin", "tenants", "create", "--name", "a", "--quota", "lots"])
+
+
+def test_admin_without_token_exits_2(monkeypatch, capsys):
+    monkeypatch.delenv("BW_ADMIN_TOKEN", raising=False)
+    assert cli.main(["admin", "nodes", "list"]) == 2
+    assert "BW_ADMIN_TOKEN" in capsys.readouterr().err
+
+
+def test_unreachable_hub_prints_a_json_error(monkeypatch, capsys):
+    monkeypatch.setenv("BW_ADMIN_TOKEN", "t")
+    assert cli.main(["admin", "--hub", "http://127.0.0.1:1", "nodes", "list"]) == 1
+    assert json.loads(capsys.readouterr().err)["error"]["code"] == "unreachable"

@@ -1,0 +1,33 @@
+from blackwidow.db import make_sessionmaker
+from tests.fixtures.hub import api_client, hub_config
+
+
+def test_health_ok(api):
+    resp = api.simulate_get("/health")
+    assert (resp.status_code, resp.json) == (200, {"status": "ok", "database": "ok"})
+
+
+def test_health_503_when_the_database_does_not_answer():
+    # nothing listens on port 1: the connection is refused at once
+    url = "postgresql+psycopg2://bw:secret-pw@127.0.0.1:1/none"
+    maker = make_sessionmaker(url)
+    api = api_client(hub_config(url), maker)
+    resp = api.simulate_get("/health")
+    assert (resp.status_code, resp.json) == (503, {"status": "unavailable", "database": "unreachable"})
+    assert "secret-pw" not in resp.text
+    metrics = api.simulate_get("/metrics")
+    assert metrics.status_code == 200 and "bw_hub_database_up 0.0" in metrics.text
+    maker.kw["bind"].dispose()
+
+
+def test_metrics(api, tenant):
+    api.simulate_post("/v1/subscriptions", json={"tenant_id": tenant["id"], "wiki": "http://127.0.0.1:8780/api.php",
+                                                 "title": "A"})
+    resp = api.simulate_get("/metrics")
+    assert resp.status_code == 200 and resp.headers["content-type"].startswith("text/plain")
+    text = resp.text
+    assert "bw_hub_database_up 1.0" in text
+    assert 'bw_hub_subscriptions{state="pending"} 1.0' in text
+    assert "bw_hub_tenants 1.0" in text
+    assert 'bw_hub_http_requests_total{method="POST",route="/v1/subscriptions",status="201"}' in text
+    assert "test-admin-token" not in text and "test-node-secret" not in text
