@@ -1,0 +1,102 @@
+"""`blackwidow scheduler`: the single coordination process. Wires leadership, APScheduler and poll_once.
+
+Run exactly one per deployment; a second copy waits as a standby and takes over when the first dies.
+Never run inside the API's gunicorn workers. Metrics: BW_SCHEDULER_METRICS_PORT (unset = off),
+bound to BW_SCHEDULER_METRICS_ADDR (default 127.0.0.1).
+"""
+import logging
+import os
+import signal
+import sys
+import threading
+from datetime import datetime, timezone
+
+from apscheduler.executors.pool import ThreadPoolExecutor
+from apscheduler.schedulers.blocking import BlockingScheduler
+from prometheus_client import start_http_server
+
+from blackwidow import leadership
+from blackwidow.db import make_sessionmaker
+from blackwidow.metrics import SchedulerMetrics
+from blackwidow.poller import PollerState, poll_once
+from blackwidow.spawn_client import SpawnClient
+from shared.config import HubConfig, get
+from shared.http import make_session
+from shared.logging import setup_logging
+
+logger = logging.getLogger(__name__)
+
+USER_AGENT = "BlackWidow-hub/0.1"
+
+
+def lease_ttl_s(poll_interval_s: float) -> float:
+    # long enough to outlast a slow tick (node timeouts), short enough for a quick takeover
+    return max(30.0, 5 * poll_interval_s)
+
+
+def run_as_leader(lock, tick, interval_s: float, stop: threading.Event) -> None:
+    """Run `tick` now and every interval_s while `lock` is held; return when it is lost or on `stop`."""
+    scheduler = BlockingScheduler(executors={"default": ThreadPoolExecutor(1)}, timezone=timezone.utc)
+
+    def job() -> None:
+        if stop.is_set():
+            scheduler.shutdown(wait=False)
+            return
+        if not lock.still_held():
+            logger.error("scheduler.lock_lost")
+            scheduler.shutdown(wait=False)
+            return
+        try:
+            tick()
+        except Exception:
+            logger.exception("scheduler.tick_failed")
+
+    scheduler.add_job(job, "interval", seconds=interval_s, id="poll", max_instances=1, coalesce=True,
+                      misfire_grace_time=None, next_run_time=datetime.now(timezone.utc))
+    scheduler.start()
+
+
+def serve(config: HubConfig, stop: threading.Event, metrics: SchedulerMetrics) -> None:
+    sessionmaker = make_sessionmaker(config.database_url)
+    lock = leadership.make_lock(sessionmaker, lease_ttl_s(config.poll_interval_s))
+    client = SpawnClient(make_session(USER_AGENT, pool_size=32), config.node_secret)
+    standby_logged = False
+    try:
+        while not stop.is_set():
+            if not lock.try_acquire():
+                if not standby_logged:
+                    logger.info("scheduler.standby", extra={"pid": os.getpid()})
+                    standby_logged = True
+                stop.wait(config.poll_interval_s)
+                continue
+            standby_logged = False
+            metrics.leader.set(1)
+            logger.info("scheduler.leader", extra={"interval_s": config.poll_interval_s})
+            state = PollerState()        # a new leader learns the node set from the database
+            run_as_leader(lock, lambda: poll_once(sessionmaker, client, config, state=state, metrics=metrics),
+                          config.poll_interval_s, stop)
+            metrics.leader.set(0)
+    finally:
+        lock.release()
+        sessionmaker.kw["bind"].dispose()
+
+
+def main(argv: list[str] | None = None) -> int:
+    config = HubConfig.from_env()
+    setup_logging(config.log_json, config.log_level)
+    metrics = SchedulerMetrics()
+    port = get(os.environ, "BW_SCHEDULER_METRICS_PORT", int, None)
+    if port is not None:
+        start_http_server(port, addr=get(os.environ, "BW_SCHEDULER_METRICS_ADDR", str, "127.0.0.1"),
+                          registry=metrics.registry)
+    stop = threading.Event()
+    # the leader notices at its next tick, the standby at once; either then releases the lock
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    serve(config, stop, metrics)
+    logger.info("scheduler.stopped")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
