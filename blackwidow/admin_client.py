@@ -26,7 +26,8 @@ class AdminClient:
             resp = self._http.request(method, self._base + path, json=body, params=params,
                                       headers=self._headers, timeout=self._timeout)
         except requests.RequestException as exc:
-            raise AdminError(None, {"error": {"code": "unreachable", "message": str(exc), "field": None}}) from None
+            raise AdminError(None, {"error": {"code": "unreachable", "message": str(exc),
+                                              "field": None}}) from None
         if resp.status_code == 204:
             return None
         try:

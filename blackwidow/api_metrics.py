@@ -5,7 +5,7 @@ import logging
 import os
 import time
 
-from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.multiprocess import MultiProcessCollector
 
@@ -78,4 +78,3 @@ def _request_metrics() -> bytes:
         MultiProcessCollector(registry)
         return generate_latest(registry)
     return generate_latest(REGISTRY)
-

@@ -56,7 +56,8 @@ def ping(session: Session) -> None:
 
 
 class SessionMiddleware:
-    """Opens req.context.session; commits when the responder succeeded, rolls back otherwise, always closes."""
+    """Opens req.context.session; commits when the responder succeeded, rolls back otherwise,
+    always closes."""
 
     def __init__(self, maker: sessionmaker):
         self._maker = maker

@@ -17,9 +17,9 @@ errorlog = "-"
 loglevel = "warning"
 
 # Must be in the environment before any worker imports prometheus_client.
+_data_dir = os.environ.get("BW_DATA_DIR") or ".run/data"
 _metrics_dir = os.environ.setdefault(
-    "PROMETHEUS_MULTIPROC_DIR",
-    os.path.abspath(os.path.join(os.environ.get("BW_DATA_DIR") or ".run/data", f"prometheus-hub.{os.getpid()}")))
+    "PROMETHEUS_MULTIPROC_DIR", os.path.abspath(os.path.join(_data_dir, f"prometheus-hub.{os.getpid()}")))
 
 
 def on_starting(server):

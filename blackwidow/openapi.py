@@ -84,7 +84,8 @@ def _json(schema: dict) -> dict:
 
 def _op(summary: str, ok: str, schema: str | None, *, body: str | None = None, errors=(), params=(),
         security=None) -> dict:
-    op = {"summary": summary, "responses": {ok: {"description": "Success", **(_json(_ref(schema)) if schema else {})}}}
+    content = _json(_ref(schema)) if schema else {}
+    op = {"summary": summary, "responses": {ok: {"description": "Success", **content}}}
     for code in errors:
         op["responses"][code] = {"description": _ERRORS[code], **_json(_ref("Error"))}
     if body:
@@ -114,8 +115,8 @@ _WRITE = ("400", "401", "404", "413", "415", "422")
 def document() -> dict:
     tenant, sub, node = _path("tenant_id"), _path("sub_id"), _path("node_id")
     register = _op("Register a spawn (idempotent by url: 201 the first time, 200 after)", "200",
-                   "RegistrationAck", body="NodeRegistration", errors=("400", "401", "409", "413", "415", "422"),
-                   security=[{"nodeSecret": []}])
+                   "RegistrationAck", body="NodeRegistration",
+                   errors=("400", "401", "409", "413", "415", "422"), security=[{"nodeSecret": []}])
     register["responses"]["201"] = register["responses"]["200"]
     return {
         "openapi": "3.0.3",
@@ -147,8 +148,8 @@ def document() -> dict:
                     _query("tenant_id", _ID, "Only this tenant's."),
                     _query("state", {"type": "string", "enum": list(STATES)}, "Only in this state."),
                     _query("node", _ID, "Only those assigned to this node."), *_PAGING)),
-                "post": _op("Subscribe a tenant to an article", "201", "Subscription", body="SubscriptionCreate",
-                            errors=("400", "401", "409", "413", "415", "422")),
+                "post": _op("Subscribe a tenant to an article", "201", "Subscription",
+                            body="SubscriptionCreate", errors=("400", "401", "409", "413", "415", "422")),
             },
             "/v1/subscriptions/bulk": {
                 "post": _op("Subscribe to many articles at once (all or nothing; top-level tenant_id, wiki, "
@@ -173,9 +174,9 @@ def document() -> dict:
                                                       **_json(_ref("Health"))},
                                               "503": {"description": "Database unreachable",
                                                       **_json(_ref("Health"))}}}},
-            "/metrics": {"get": {"summary": "Prometheus metrics", "security": [],
-                                 "responses": {"200": {"description": "Prometheus text format",
-                                                       "content": {"text/plain": {"schema": {"type": "string"}}}}}}},
+            "/metrics": {"get": {"summary": "Prometheus metrics", "security": [], "responses": {"200": {
+                "description": "Prometheus text format",
+                "content": {"text/plain": {"schema": {"type": "string"}}}}}}},
             "/openapi.json": {"get": {"summary": "This document", "security": [],
                                       "responses": {"200": {"description": "OpenAPI 3.0 document",
                                                             **_json({"type": "object"})}}}},

@@ -155,7 +155,8 @@ _TENANT_ID = Field("tenant_id", "string", "Owning tenant.", check=lambda v: chec
 _WIKI = Field("wiki", "string", "The wiki's api.php URL; its host must be allowlisted.", max_length=2048)
 _TITLE = Field("title", "string", "Article title (normalized as MediaWiki does).", check=check_title)
 _CONTENT = Field("content", "boolean", "Fetch wikitext (true) or metadata only (false, the default).")
-_ENABLED = Field("enabled", "boolean", "false disables the subscription (state disabled); true re-enables it.")
+_ENABLED = Field("enabled", "boolean",
+                 "false disables the subscription (state disabled); true re-enables it.")
 
 
 def _required(f: Field) -> Field:
@@ -171,12 +172,13 @@ BULK_ITEM = (_TENANT_ID, _WIKI, _required(_TITLE), _SUB_QUOTA, _CONTENT, _ENABLE
 BULK_CREATE = (
     Field("tenant_id", _TENANT_ID.type, "Default tenant for items that name none.", check=_TENANT_ID.check),
     Field("wiki", _WIKI.type, "Default wiki for items that name none.", max_length=_WIKI.max_length),
-    Field("quota", "integer", "Default quota for items that name none.", nullable=True, minimum=0,
-          maximum=MAX_BIGINT),
+    _quota("Default quota for items that name none."),
     Field("content", "boolean", "Default content flag for items that name none."),
     Field("items", "array", "The articles to subscribe to.", required=True, min_length=1,
           max_length=MAX_BULK_ITEMS, items=BULK_ITEM),
 )
+
+
 def _node_url(value: str) -> str:
     try:
         parts = urlsplit(value)

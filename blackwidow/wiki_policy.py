@@ -72,7 +72,8 @@ def check_wiki(url: str, allowlist: tuple[str, ...]) -> str:
     if _internal(parts.hostname):
         if host_port in patterns:
             return canonical
-        _refuse(f"'wiki' points at an internal address ({host_port}); only an exact allowlist entry permits it")
+        _refuse(f"'wiki' points at an internal address ({host_port}); "
+                "only an exact allowlist entry permits it")
     if any(fnmatch.fnmatchcase(host_port, p) for p in patterns):
         return canonical
     _refuse(f"'wiki' host {host_port} is not in the allowlist")

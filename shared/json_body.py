@@ -37,7 +37,8 @@ def read_json(req, max_bytes: int):
     media_type, _, params = (req.content_type or "").partition(";")
     if media_type.strip().lower() != "application/json":
         raise UnsupportedMediaType("Content-Type must be application/json")
-    charset = params.strip().lower().removeprefix("charset=").strip('"') if "charset" in params.lower() else ""
+    params = params.strip().lower()
+    charset = params.removeprefix("charset=").strip('"') if params.startswith("charset=") else ""
     if charset not in ("", "utf-8", "utf8"):
         raise UnsupportedMediaType("the body must be UTF-8")
     length = req.content_length

@@ -29,7 +29,8 @@ class SubscriptionsResource:
 
     def on_get(self, req, resp) -> None:
         query = validation.parse_query(req.params, QUERY)
-        ids = {name: validation.check_uuid(query[name], name) for name in ("tenant_id", "node") if name in query}
+        ids = {name: validation.check_uuid(query[name], name)
+               for name in ("tenant_id", "node") if name in query}
         subs, next_cursor = store.list_subscriptions(
             req.context.session, limit=validation.parse_limit(query.get("limit")), cursor=query.get("cursor"),
             tenant_id=ids.get("tenant_id"), state=validation.parse_state(query.get("state")),

@@ -18,8 +18,8 @@ class TenantsResource:
 
     def on_get(self, req, resp) -> None:
         query = validation.parse_query(req.params, ("limit", "cursor"))
-        rows, next_cursor = store.list_tenants(req.context.session, limit=validation.parse_limit(query.get("limit")),
-                                               cursor=query.get("cursor"))
+        rows, next_cursor = store.list_tenants(
+            req.context.session, limit=validation.parse_limit(query.get("limit")), cursor=query.get("cursor"))
         resp.media = representations.page([representations.tenant(r) for r in rows], next_cursor)
 
     def on_get_item(self, req, resp, tenant_id) -> None:

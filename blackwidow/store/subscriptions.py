@@ -3,11 +3,12 @@
 The REST layer only writes rows here; the scheduler's next tick routes and sends them to spawns.
 """
 import uuid
+from datetime import timedelta
 
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
-from blackwidow.models import Subscription, Tenant
+from blackwidow.models import Subscription, Tenant, utcnow
 from blackwidow.store.pagination import page
 from blackwidow.validation import ItemError, ItemsInvalid, NewSubscription
 from shared.errors import Conflict, NotFound, ValidationError
@@ -48,10 +49,14 @@ def create_subscriptions(session, news: list[NewSubscription]) -> list[Subscript
     errors = _refusals(session, news)
     if errors:
         raise ItemsInvalid(errors)
+    now = utcnow()
+    # One microsecond apart, so that listings (ordered by created_at, id) keep the request's order.
+    stamps = [now + timedelta(microseconds=i) for i in range(len(news))]
     subs = [Subscription(id=str(uuid.uuid4()), tenant_id=n.tenant_id, wiki=n.wiki, title=n.title,
                          source_uuid=n.source_uuid, quota=n.quota, content=n.content, enabled=n.enabled,
-                         state="pending" if n.enabled else "disabled", revisions=0)
-            for n in news]
+                         state="pending" if n.enabled else "disabled", revisions=0,
+                         created_at=at, updated_at=at)
+            for n, at in zip(news, stamps)]
     session.add_all(subs)
     try:
         session.flush()

@@ -30,15 +30,16 @@ def run(argv):
 
 @pytest.mark.parametrize("argv, call", [
     (["tenants", "create", "--name", "acme"], ("POST", "/v1/tenants", {"name": "acme"}, None)),
-    (["tenants", "create", "--name", "acme", "--quota", "5"], ("POST", "/v1/tenants", {"name": "acme", "quota": 5},
-                                                               None)),
+    (["tenants", "create", "--name", "acme", "--quota", "5"],
+     ("POST", "/v1/tenants", {"name": "acme", "quota": 5}, None)),
     (["tenants", "patch", "T", "--quota", "none"], ("PATCH", "/v1/tenants/T", {"quota": None}, None)),
     (["tenants", "delete", "T"], ("DELETE", "/v1/tenants/T", None, None)),
     (["tenants", "list", "--limit", "2"], ("GET", "/v1/tenants", None, {"limit": 2})),
     (["subs", "add", "--tenant", "T", "--wiki", "W", "--title", "X"],
      ("POST", "/v1/subscriptions", {"tenant_id": "T", "wiki": "W", "title": "X"}, None)),
     (["subs", "add", "--tenant", "T", "--wiki", "W", "--title", "X", "--content", "--quota", "3"],
-     ("POST", "/v1/subscriptions", {"tenant_id": "T", "wiki": "W", "title": "X", "quota": 3, "content": True}, None)),
+     ("POST", "/v1/subscriptions",
+      {"tenant_id": "T", "wiki": "W", "title": "X", "quota": 3, "content": True}, None)),
     (["subs", "patch", "S", "--disable"], ("PATCH", "/v1/subscriptions/S", {"enabled": False}, None)),
     (["subs", "patch", "S", "--enable", "--no-content"],
      ("PATCH", "/v1/subscriptions/S", {"enabled": True, "content": False}, None)),
@@ -58,8 +59,9 @@ def test_admin_commands_map_to_rest_calls(argv, call):
 def test_bulk_reads_titles_from_stdin(monkeypatch):
     monkeypatch.setattr("sys.stdin", io.StringIO("Main Page\n\n# a comment\nFoo_bar\n"))
     calls, _ = run(["subs", "bulk", "--tenant", "T", "--wiki", "W", "-"])
-    assert calls == [("POST", "/v1/subscriptions/bulk",
-                      {"tenant_id": "T", "wiki": "W", "items": [{"title": "Main Page"}, {"title": "Foo_bar"}]}, None)]
+    items = [{"title": "Main Page"}, {"title": "Foo_bar"}]
+    body = {"tenant_id": "T", "wiki": "W", "items": items}
+    assert calls == [("POST", "/v1/subscriptions/bulk", body, None)]
 
 
 def test_bad_quota_is_a_usage_error(capsys):

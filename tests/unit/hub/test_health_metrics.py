@@ -1,5 +1,5 @@
 from blackwidow.db import make_sessionmaker
-from tests.fixtures.hub import api_client, hub_config
+from tests.fixtures.hub import LOCAL_WIKI, api_client, hub_config
 
 
 def test_health_ok(api):
@@ -21,8 +21,7 @@ def test_health_503_when_the_database_does_not_answer():
 
 
 def test_metrics(api, tenant):
-    api.simulate_post("/v1/subscriptions", json={"tenant_id": tenant["id"], "wiki": "http://127.0.0.1:8780/api.php",
-                                                 "title": "A"})
+    api.simulate_post("/v1/subscriptions", json={"tenant_id": tenant["id"], "wiki": LOCAL_WIKI, "title": "A"})
     resp = api.simulate_get("/metrics")
     assert resp.status_code == 200 and resp.headers["content-type"].startswith("text/plain")
     text = resp.text

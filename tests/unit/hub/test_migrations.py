@@ -13,7 +13,8 @@ def schema_drift(url: str) -> list:
     engine = make_engine(url)
     try:
         with engine.connect() as conn:
-            return compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}), Base.metadata)
+            context = MigrationContext.configure(conn, opts={"compare_type": True})
+            return compare_metadata(context, Base.metadata)
     finally:
         engine.dispose()
 

@@ -6,7 +6,7 @@ URL = "http://127.0.0.1:8701"
 
 
 def test_registration_is_idempotent_and_needs_the_node_secret(api, hub_maker):
-    assert api.simulate_post("/v1/nodes", json={"url": URL}).status_code == 401          # admin token is not it
+    assert api.simulate_post("/v1/nodes", json={"url": URL}).status_code == 401    # the admin token is not it
     first = api.simulate_post("/v1/nodes", json={"url": URL}, headers=NODE)
     assert first.status_code == 201
     assert first.json == {"id": node_id_for(URL), "poll_interval_s": 2.0, "detach_after_s": 15.0,
@@ -24,8 +24,8 @@ def test_registration_is_idempotent_and_needs_the_node_secret(api, hub_maker):
 def test_listing_counts_assigned_subscriptions(api, tenant, hub_maker):
     ids = [api.simulate_post("/v1/nodes", json={"url": f"http://127.0.0.1:{port}"}, headers=NODE).json["id"]
            for port in (8701, 8702)]
-    subs = api.simulate_post("/v1/subscriptions/bulk", json={"tenant_id": tenant["id"], "wiki": LOCAL_WIKI,
-                                                             "items": [{"title": t} for t in "ABC"]}).json["items"]
+    subs = api.simulate_post("/v1/subscriptions/bulk", json={
+        "tenant_id": tenant["id"], "wiki": LOCAL_WIKI, "items": [{"title": t} for t in "ABC"]}).json["items"]
     with hub_maker.begin() as session:
         for sub, node in zip(subs, (ids[0], ids[0], ids[1])):
             session.get(Subscription, sub["id"]).node_id = node
@@ -38,7 +38,7 @@ def test_listing_counts_assigned_subscriptions(api, tenant, hub_maker):
 
 
 def test_bad_registrations(api):
-    for body, field in (({}, "url"), ({"url": "ftp://x"}, "url"), ({"url": "http://"}, "url"), ({"url": 5}, "url"),
-                        ({"url": URL, "name": "x"}, "name")):
+    for body, field in (({}, "url"), ({"url": "ftp://x"}, "url"), ({"url": "http://"}, "url"),
+                        ({"url": 5}, "url"), ({"url": URL, "name": "x"}, "name")):
         resp = api.simulate_post("/v1/nodes", json=body, headers=NODE)
         assert (resp.status_code, resp.json["error"]["field"]) == (422, field), body

@@ -41,7 +41,8 @@ def test_unknown_tenant_is_422(api):
 
 
 def test_refused_inputs_name_the_field(api, tenant):
-    cases = [({"wiki": "http://169.254.169.254/api.php"}, "wiki"), ({"wiki": "http://127.0.0.1/api.php"}, "wiki"),
+    cases = [({"wiki": "http://169.254.169.254/api.php"}, "wiki"),
+             ({"wiki": "http://127.0.0.1/api.php"}, "wiki"),
              ({"wiki": "https://example.org/w/api.php"}, "wiki"), ({"title": "a" * 256}, "title"),
              ({"title": ""}, "title"), ({"title": "a[b]"}, "title"), ({"quota": -5}, "quota"),
              ({"content": 1}, "content"), ({"node": "x"}, "node"), ({"tenant_id": 7}, "tenant_id")]
@@ -54,7 +55,8 @@ def test_refused_inputs_name_the_field(api, tenant):
 def test_bulk_is_all_or_nothing(api, tenant):
     add(api, tenant, "Exists")
     other = api.simulate_post("/v1/tenants", json={"name": "other"}).json
-    resp = api.simulate_post("/v1/subscriptions/bulk", json={"tenant_id": tenant["id"], "wiki": LOCAL_WIKI, "items": [
+    defaults = {"tenant_id": tenant["id"], "wiki": LOCAL_WIKI}
+    resp = api.simulate_post("/v1/subscriptions/bulk", json={**defaults, "items": [
         {"title": "New"}, {"title": "Exists"}, {"title": "Twice"}, {"title": "twice"},
         {"title": "Elsewhere", "tenant_id": other["id"], "wiki": ENWIKI},
         {"title": "Ghost", "tenant_id": "1b4e28ba-2fa1-41d2-883f-0016d3cca427"}]})
@@ -88,8 +90,8 @@ def test_patch_disable_enable_quota_content(api, tenant, hub_maker):
     assert (raised["state"], raised["quota"], raised["content"]) == ("pending", 20, True)
     assert raised["updated_at"] >= sub["updated_at"]
 
-    for body, field in (({"state": "running"}, "state"), ({"enabled": "no"}, "enabled"), ({"quota": -1}, "quota"),
-                        ({"title": "B"}, "title")):
+    for body, field in (({"state": "running"}, "state"), ({"enabled": "no"}, "enabled"),
+                        ({"quota": -1}, "quota"), ({"title": "B"}, "title")):
         resp = api.simulate_patch(url, json=body)
         assert (resp.status_code, resp.json["error"]["field"]) == (422, field)
 
@@ -104,8 +106,8 @@ def test_delete(api, tenant):
 
 def test_list_filters_and_pagination_are_stable(api, tenant, hub_maker):
     other = api.simulate_post("/v1/tenants", json={"name": "other"}).json
-    mine = api.simulate_post("/v1/subscriptions/bulk", json={"tenant_id": tenant["id"], "wiki": LOCAL_WIKI,
-                                                             "items": [{"title": f"P{i}"} for i in range(7)]}).json
+    mine = api.simulate_post("/v1/subscriptions/bulk", json={
+        "tenant_id": tenant["id"], "wiki": LOCAL_WIKI, "items": [{"title": f"P{i}"} for i in range(7)]}).json
     add(api, other, "Theirs")
     ids = [s["id"] for s in mine["items"]]
     api.simulate_patch(f"/v1/subscriptions/{ids[2]}", json={"enabled": False})
@@ -126,14 +128,16 @@ def test_list_filters_and_pagination_are_stable(api, tenant, hub_maker):
 
     disabled = api.simulate_get("/v1/subscriptions", params={"state": "disabled"}).json["items"]
     assert [s["id"] for s in disabled] == [ids[2]]
+    node_id = "c6de1848-1b12-52ff-adc1-2da5428ec870"
     with hub_maker.begin() as session:
-        session.get(Subscription, ids[3]).node_id = "c6de1848-1b12-52ff-adc1-2da5428ec870"
-    on_node = api.simulate_get("/v1/subscriptions", params={"node": "c6de1848-1b12-52ff-adc1-2da5428ec870"}).json
+        session.get(Subscription, ids[3]).node_id = node_id
+    on_node = api.simulate_get("/v1/subscriptions", params={"node": node_id}).json
     assert [s["id"] for s in on_node["items"]] == [ids[3]]
 
 
 def test_bad_list_queries(api):
-    for params, field in (({"limit": "0"}, "limit"), ({"limit": "abc"}, "limit"), ({"state": "sleepy"}, "state"),
+    for params, field in (({"limit": "0"}, "limit"), ({"limit": "abc"}, "limit"),
+                          ({"state": "sleepy"}, "state"),
                           ({"cursor": "garbage!"}, "cursor"), ({"cursor": "WzEsMl0"}, "cursor"),
                           ({"tenant_id": "x"}, "tenant_id"), ({"page": "2"}, "page")):
         resp = api.simulate_get("/v1/subscriptions", params=params)

@@ -33,7 +33,8 @@ def test_used_and_count_follow_subscriptions_and_delete_cascades(api, tenant, hu
     from blackwidow.models import Subscription
 
     subs = api.simulate_post("/v1/subscriptions/bulk", json={
-        "tenant_id": tenant["id"], "wiki": LOCAL_WIKI, "items": [{"title": "A"}, {"title": "B"}]}).json["items"]
+        "tenant_id": tenant["id"], "wiki": LOCAL_WIKI, "items": [{"title": "A"}, {"title": "B"}],
+    }).json["items"]
     with hub_maker.begin() as session:       # what the poller writes from spawn reports
         session.get(Subscription, subs[0]["id"]).revisions = 7
         session.get(Subscription, subs[1]["id"]).revisions = 5

@@ -42,13 +42,15 @@ def test_bad_quota(quota):
 
 
 def test_null_quota_means_unlimited_and_absent_fields_stay_absent():
-    assert validation.parse({"name": "a", "quota": None}, validation.TENANT_CREATE) == {"name": "a", "quota": None}
+    body = {"name": "a", "quota": None}
+    assert validation.parse(body, validation.TENANT_CREATE) == body
     assert validation.parse({}, validation.SUBSCRIPTION_PATCH) == {}
 
 
 def test_subscription_is_canonical_and_shares_the_source_uuid():
     new = validation.parse_subscription(
-        {"tenant_id": TENANT.upper(), "wiki": "HTTPS://EN.wikipedia.org/w/api.php", "title": "foo_bar"}, ALLOW)
+        {"tenant_id": TENANT.upper(), "wiki": "HTTPS://EN.wikipedia.org/w/api.php", "title": "foo_bar"},
+        ALLOW)
     assert (new.tenant_id, new.wiki, new.title) == (TENANT, ENWIKI, "Foo bar")
     assert new.source_uuid == str(source_uuid(ENWIKI, "Foo bar"))
     assert (new.quota, new.content, new.enabled) == (None, False, True)
@@ -69,10 +71,11 @@ def test_bad_subscriptions(body, field):
 def test_bulk_merges_defaults_and_reports_every_bad_item():
     news = validation.parse_bulk({"tenant_id": TENANT, "wiki": ENWIKI, "quota": 5, "items": [
         {"title": "A"}, {"title": "B", "quota": None}, {"title": "C", "quota": 9, "content": True}]}, ALLOW)
-    assert [(n.title, n.quota, n.content) for n in news] == [("A", 5, False), ("B", None, False), ("C", 9, True)]
+    assert [(n.title, n.quota, n.content) for n in news] == \
+        [("A", 5, False), ("B", None, False), ("C", 9, True)]
     err = refused(validation.parse_bulk, {"tenant_id": TENANT, "items": [
-        {"title": "A", "wiki": ENWIKI}, {"title": "B"}, {"title": "C|", "wiki": ENWIKI}, {"title": "D", "x": 1},
-        "E"]}, ALLOW)
+        {"title": "A", "wiki": ENWIKI}, {"title": "B"}, {"title": "C|", "wiki": ENWIKI},
+        {"title": "D", "x": 1}, "E"]}, ALLOW)
     assert err.field == "items" and err.status.startswith("422")
     assert [(e["index"], e["field"]) for e in err.to_dict()["error"]["items"]] == [
         (1, "wiki"), (2, "title"), (3, "x"), (4, None)]
@@ -80,7 +83,8 @@ def test_bulk_merges_defaults_and_reports_every_bad_item():
 
 def test_bulk_needs_items():
     assert refused(validation.parse_bulk, {"items": []}, ALLOW).field == "items"
-    assert refused(validation.parse_bulk, {"items": [{}] * (validation.MAX_BULK_ITEMS + 1)}, ALLOW).field == "items"
+    too_many = {"items": [{}] * (validation.MAX_BULK_ITEMS + 1)}
+    assert refused(validation.parse_bulk, too_many, ALLOW).field == "items"
 
 
 def test_query_parameters():

@@ -44,5 +44,6 @@ def test_internal_address_needs_an_exact_entry_even_under_a_wildcard():
         check_wiki("http://169.254.169.254/api.php", ("*",))
     with pytest.raises(ValidationError):
         check_wiki("http://127.0.0.1:8780/api.php", ("127.0.0.*",))
-    assert check_wiki("http://169.254.169.254/api.php", ("169.254.169.254",)) == "http://169.254.169.254/api.php"
+    metadata = "http://169.254.169.254/api.php"
+    assert check_wiki(metadata, ("169.254.169.254",)) == metadata
     assert check_wiki("http://8.8.8.8/api.php", ("*",)) == "http://8.8.8.8/api.php"

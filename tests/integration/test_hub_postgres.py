@@ -1,0 +1,94 @@
+"""The hub's store and admin API on real PostgreSQL: migrations match the models, the API round trip,
+and a duplicate created concurrently by two transactions ends as a 409 rather than a 500."""
+import threading
+
+import pytest
+
+from blackwidow import store, validation
+from blackwidow.models import Subscription
+from shared.errors import Conflict
+from tests.fixtures.hub import LOCAL_WIKI, NODE, api_client, hub_config
+# a migrated schema of its own, and clean tables per test
+from tests.integration.coordination_support import db_url, maker  # noqa: F401
+from tests.unit.hub.test_migrations import schema_drift
+
+pytestmark = pytest.mark.integration
+
+
+def test_migrations_match_the_models(db_url):  # noqa: F811
+    assert schema_drift(db_url) == []
+
+
+def test_api_round_trip(db_url, maker):  # noqa: F811
+    api = api_client(hub_config(db_url), maker)
+    assert api.simulate_get("/health").json == {"status": "ok", "database": "ok"}
+    tenant = api.simulate_post("/v1/tenants", json={"name": "pg-acme", "quota": 500}).json
+    assert api.simulate_post("/v1/tenants", json={"name": "pg-acme"}).status_code == 409
+
+    one = api.simulate_post("/v1/subscriptions", json={"tenant_id": tenant["id"], "wiki": LOCAL_WIKI,
+                                                       "title": "main_page", "quota": 5})
+    assert one.status_code == 201 and one.json["title"] == "Main page"
+    assert api.simulate_post("/v1/subscriptions", json={"tenant_id": tenant["id"], "wiki": LOCAL_WIKI,
+                                                        "title": "Main page"}).status_code == 409
+    defaults = {"tenant_id": tenant["id"], "wiki": LOCAL_WIKI}
+    bulk = api.simulate_post("/v1/subscriptions/bulk",
+                             json={**defaults, "items": [{"title": f"Page {i}"} for i in range(25)]})
+    assert bulk.status_code == 201 and bulk.json["count"] == 25
+    refused = api.simulate_post("/v1/subscriptions/bulk",
+                                json={**defaults, "items": [{"title": "Fresh"}, {"title": "Page 3"}]})
+    assert [e["index"] for e in refused.json["error"]["items"]] == [1]
+
+    ids, cursor = [], None
+    while True:
+        page = api.simulate_get("/v1/subscriptions", params={"tenant_id": tenant["id"], "limit": "10",
+                                                             **({"cursor": cursor} if cursor else {})}).json
+        ids += [s["id"] for s in page["items"]]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    assert ids == [one.json["id"]] + [s["id"] for s in bulk.json["items"]]
+
+    patched = api.simulate_patch(f"/v1/subscriptions/{ids[1]}", json={"enabled": False, "quota": None}).json
+    assert (patched["state"], patched["quota"]) == ("disabled", None)
+    assert patched["updated_at"].endswith("Z")
+    disabled = api.simulate_get("/v1/subscriptions", params={"state": "disabled"}).json["items"]
+    assert [s["id"] for s in disabled] == [ids[1]]
+
+    spawn = {"url": "http://127.0.0.1:8701"}
+    node = api.simulate_post("/v1/nodes", json=spawn, headers=NODE)
+    assert node.status_code == 201
+    assert api.simulate_post("/v1/nodes", json=spawn, headers=NODE).status_code == 200
+    assert [n["id"] for n in api.simulate_get("/v1/nodes").json["items"]] == [node.json["id"]]
+
+    got = api.simulate_get(f"/v1/tenants/{tenant['id']}").json
+    assert (got["subscriptions"], got["used"]) == (26, 0)
+    assert api.simulate_delete(f"/v1/tenants/{tenant['id']}").status_code == 204
+    with maker() as session:
+        assert session.query(Subscription).count() == 0
+
+
+def test_concurrent_duplicate_is_a_conflict(maker):  # noqa: F811
+    with maker.begin() as session:
+        tenant = store.create_tenant(session, name="race")
+    new = validation.parse_subscription({"tenant_id": tenant.id, "wiki": LOCAL_WIKI, "title": "Race"},
+                                        (hub_config("sqlite://").wiki_allowlist))
+    first = maker()
+    store.create_subscription(first, new)          # flushed, not yet committed: holds the unique key
+    outcome = {}
+
+    def second():
+        with maker() as session:
+            try:
+                store.create_subscription(session, new)   # blocks on the unique index until `first` ends
+                outcome["result"] = "created"
+            except Conflict as exc:
+                outcome["result"] = exc.status
+
+    thread = threading.Thread(target=second)
+    thread.start()
+    thread.join(0.5)
+    assert thread.is_alive()                          # waiting on the first transaction
+    first.commit()
+    first.close()
+    thread.join(10)
+    assert outcome == {"result": "409 Conflict"}

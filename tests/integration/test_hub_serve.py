@@ -1,0 +1,114 @@
+"""A real `blackwidow serve` (gunicorn, two workers) on a free port: it migrates its store, answers
+/health, refuses unauthenticated calls, serves the admin CLI, and sums request metrics over workers."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import requests
+import sqlalchemy as sa
+
+from tests.fixtures.hub import ADMIN, ADMIN_TOKEN, LOCAL_WIKI, NODE_SECRET
+from tests.integration.spawn.processes import free_port
+
+pytestmark = pytest.mark.integration
+ROOT = Path(__file__).resolve().parents[2]
+BLACKWIDOW = [sys.executable, "-m", "blackwidow.cli"]
+
+
+class Hub:
+    def __init__(self, env: dict, log_path: Path):
+        self.url = f"http://127.0.0.1:{free_port()}"
+        self.env = {**os.environ, "PYTHONPATH": str(ROOT), "BW_ADMIN_TOKEN": ADMIN_TOKEN,
+                    "BW_NODE_SECRET": NODE_SECRET, "BW_WIKI_ALLOWLIST": "127.0.0.1:8780",
+                    "BW_HUB_URL": self.url, **env}
+        self.env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+        self.log = open(log_path, "ab")
+        self.proc = subprocess.Popen([*BLACKWIDOW, "serve", "--bind", self.url.removeprefix("http://"),
+                                      "--workers", "2"], cwd=ROOT, env=self.env, stdout=self.log,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+
+    def wait_healthy(self, timeout=60.0):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            assert self.proc.poll() is None, "blackwidow serve exited early"
+            try:
+                if requests.get(self.url + "/health", timeout=2).status_code == 200:
+                    return
+            except requests.ConnectionError:
+                pass
+            time.sleep(0.2)
+        raise AssertionError("the hub did not become healthy")
+
+    def admin(self, *argv, stdin=None):
+        done = subprocess.run([*BLACKWIDOW, "admin", *argv], cwd=ROOT, env=self.env, input=stdin,
+                              capture_output=True, text=True, timeout=60)
+        return done.returncode, json.loads(done.stdout or done.stderr or "null")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)      # the gunicorn master (serve exec'd into it)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(5)
+        self.log.close()
+
+
+@pytest.fixture(params=["sqlite-default", "postgresql"])
+def hub(request, tmp_path):
+    env = {"BW_DATA_DIR": str(tmp_path / "data")}
+    if request.param == "postgresql":
+        base = request.getfixturevalue("postgres_url")
+        schema = f"serve_{os.getpid()}_{free_port()}"
+        engine = sa.create_engine(base)
+        with engine.begin() as conn:
+            conn.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
+        engine.dispose()
+        env["BW_DATABASE_URL"] = f"{base}?options=-csearch_path%3D{schema}"
+    else:
+        env["BW_DATABASE_URL"] = ""        # unset: the embedded SQLite store under BW_DATA_DIR
+    hub = Hub(env, tmp_path / "hub.log")
+    try:
+        hub.wait_healthy()
+        yield hub
+    finally:
+        hub.stop()
+
+
+def test_serve_answers_health_auth_and_admin_calls(hub, tmp_path):
+    assert requests.get(hub.url + "/health", timeout=5).json() == {"status": "ok", "database": "ok"}
+    refused = requests.get(hub.url + "/v1/tenants", timeout=5)
+    assert refused.status_code == 401 and refused.json()["error"]["code"] == "unauthorized"
+
+    rc, tenant = hub.admin("tenants", "create", "--name", "served", "--quota", "100")
+    assert rc == 0 and tenant["name"] == "served"
+    rc, added = hub.admin("subs", "bulk", "--tenant", tenant["id"], "--wiki", LOCAL_WIKI, "-",
+                          stdin="Main Page\nSecond page\n")
+    assert rc == 0 and added["count"] == 2
+    rc, err = hub.admin("subs", "add", "--tenant", tenant["id"], "--wiki", "http://169.254.169.254/api.php",
+                        "--title", "X")
+    assert rc == 1 and err["error"]["field"] == "wiki"
+    rc, listed = hub.admin("subs", "list", "--all")
+    assert rc == 0 and [s["title"] for s in listed["items"]] == ["Main Page", "Second page"]
+
+    registered = requests.post(hub.url + "/v1/nodes", json={"url": "http://127.0.0.1:8701"},
+                               headers={"Authorization": f"Bearer {NODE_SECRET}"}, timeout=5)
+    assert registered.status_code == 201
+
+    for _ in range(20):                                # spread over both workers
+        assert requests.get(hub.url + "/v1/nodes", headers=ADMIN, timeout=5).status_code == 200
+    metrics = requests.get(hub.url + "/metrics", timeout=5).text
+    line = next(row for row in metrics.splitlines()
+                if row.startswith('bw_hub_http_requests_total{method="GET",route="/v1/nodes",status="200"}'))
+    assert float(line.split()[-1]) == 20.0
+    assert ADMIN_TOKEN not in metrics and NODE_SECRET not in metrics
+
+    data_dir = Path(hub.env["BW_DATA_DIR"])
+    hub.stop()
+    assert not list(data_dir.glob("prometheus-hub.*"))     # the multiprocess directory is cleaned up
