@@ -53,18 +53,25 @@ fetch() {
   echo "cassandra: fetching cassandra-all $VERSION and its dependencies with Maven (once)"
   local tmp=$LIB.partial
   rm -rf "$tmp"
-  JAVA_HOME=$(java_home) mvn -B -q -Dstyle.color=never -f "$TOOLS/pom.xml" "$DEP_PLUGIN:copy-dependencies" \
-    -DincludeScope=runtime -DoutputDirectory="$tmp"
+  if ! JAVA_HOME=$(java_home) mvn -B -q -f "$TOOLS/pom.xml" "$DEP_PLUGIN:copy-dependencies" \
+      -DincludeScope=runtime -DoutputDirectory="$tmp" > "$DIR/maven.log" 2>&1; then
+    echo "cassandra: Maven could not fetch the jars; last lines of $DIR/maven.log:" >&2
+    tail -n 40 "$DIR/maven.log" >&2
+    exit 1
+  fi
   touch "$tmp/.complete"
   rm -rf "$LIB"
   mv "$tmp" "$LIB"
 }
 
+# a zombie or a recycled pid has no CassandraDaemon command line
+is_node() { [ -n "$1" ] && grep -qa CassandraDaemon "/proc/$1/cmdline" 2>/dev/null; }
+
 # pid of our node when it is alive (the pid file alone can be stale after a reboot or kill -9)
 our_pid() {
   local pid
   pid=$(cat "$PIDFILE" 2>/dev/null) || return 1
-  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && grep -qa CassandraDaemon "/proc/$pid/cmdline" || return 1
+  is_node "$pid" || return 1
   echo "$pid"
 }
 
@@ -122,8 +129,7 @@ up() {
   rm -f "$PIDFILE"
   if port_open "$PORT"; then
     if version=$(cql_ready 10); then
-      echo "cassandra: $HOST:$PORT is already served by another process; reusing it"
-      where "$version"
+      echo "cassandra: Cassandra $version already answers on $HOST:$PORT (CQL), started elsewhere; reusing it"
       return 0
     fi
     echo "cassandra: $HOST:$PORT is taken by something that does not answer CQL" >&2
@@ -133,8 +139,8 @@ up() {
   start
   pid=$(cat "$PIDFILE")
   if ! version=$(cql_ready "$READY_TIMEOUT_S" "$pid"); then
-    echo "cassandra: did not become ready (pid $pid); last log lines:" >&2
-    tail -n 30 "$LOG" >&2
+    echo "cassandra: did not become ready (pid $pid); errors from $LOG:" >&2
+    sed -n '/^=== start/h; /^=== start/!H; ${x;p}' "$LOG" | grep -E -A3 '^(ERROR|Exception)' | head -n 20 >&2
     exit 1
   fi
   echo "cassandra: started pid $pid, ready in $((SECONDS - t0)) s"
@@ -149,10 +155,10 @@ down() {
   if pid=$(our_pid); then
     kill -TERM "$pid"
     for ((i = 0; i < STOP_TIMEOUT_S * 2; i++)); do
-      kill -0 "$pid" 2>/dev/null || break
+      is_node "$pid" || break
       sleep 0.5
     done
-    if kill -0 "$pid" 2>/dev/null; then
+    if is_node "$pid"; then
       echo "cassandra: pid $pid ignored SIGTERM for ${STOP_TIMEOUT_S}s; killing it" >&2
       kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid"
     fi
@@ -173,8 +179,7 @@ status() {
     return 1
   fi
   if port_open "$PORT" && version=$(cql_ready 5); then
-    echo "cassandra: not ours, but $HOST:$PORT answers CQL"
-    where "$version"
+    echo "cassandra: Cassandra $version answers on $HOST:$PORT (CQL), started elsewhere"
     return 0
   fi
   echo "cassandra: not running"

@@ -5,7 +5,6 @@ Exit 0 and print the release version once `SELECT release_version FROM system.lo
 exit 1 on timeout, 2 as soon as PID (the starting JVM) has died.
 """
 import logging
-import os
 import socket
 import sys
 import time
@@ -15,13 +14,14 @@ from cassandra.policies import RoundRobinPolicy
 
 
 def alive(pid: int | None) -> bool:
+    """True while the process runs; a zombie (dead, not yet reaped by its parent) counts as dead."""
     if pid is None:
         return True
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
         return False
-    return True
 
 
 def query(host: str, port: int) -> str:
