@@ -20,7 +20,8 @@ def _domain(req, resp, ex: BlackWidowError, params) -> None:
 
 def _falcon(req, resp, ex: falcon.HTTPError, params) -> None:
     resp.status = ex.status
-    code = (ex.title or "error").lower().replace(" ", "_")
+    # "404 Not Found" -> "not_found", the same code a domain NotFound carries
+    code = (ex.title or "error").lower().lstrip("0123456789 ").replace(" ", "_")
     resp.media = {"error": {"code": code, "message": ex.description or ex.title, "field": None}}
     for name, value in (ex.headers or {}).items():
         resp.set_header(name, value)

@@ -63,11 +63,11 @@ def test_auth(api):
 
 
 def test_unknown_routes_ids_and_methods(api):
-    assert error(api.simulate_get("/v1/nothing"), 404)
+    assert error(api.simulate_get("/v1/nothing"), 404)["code"] == "not_found"
     assert error(api.simulate_get("/v1/tenants/not-a-uuid"), 404)
     assert error(api.simulate_get("/v1/subscriptions/%00"), 404)
     assert error(api.simulate_get("/v1/tenants/1b4e28ba-2fa1-41d2-883f-0016d3cca427"), 404)
-    assert error(api.simulate_put("/v1/tenants", json={}), 405)
+    assert error(api.simulate_put("/v1/tenants", json={}), 405)["code"] == "method_not_allowed"
 
 
 @pytest.mark.parametrize("value", [None, True, 1e308, -1, 2**64, "", "\u0000", "x" * 5000, [], {}, "é" * 300])
