@@ -26,7 +26,8 @@ def alive(pid: int | None) -> bool:
 
 def query(host: str, port: int) -> str:
     profile = ExecutionProfile(load_balancing_policy=RoundRobinPolicy(), request_timeout=10)
-    cluster = Cluster([host], port=port, connect_timeout=5, control_connection_timeout=5,
+    # v4 is spoken by every Cassandra since 2.2, so no version negotiation noise in the node's log
+    cluster = Cluster([host], port=port, connect_timeout=5, control_connection_timeout=5, protocol_version=4,
                       execution_profiles={EXEC_PROFILE_DEFAULT: profile})
     try:
         return cluster.connect().execute("SELECT release_version FROM system.local").one()[0]

@@ -4,7 +4,7 @@ import logging
 from datetime import datetime
 from typing import Iterable, Iterator, Sequence
 
-from cassandra import ConsistencyLevel, DriverException
+from cassandra import ConsistencyLevel, DriverException, ProtocolVersion
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, NoHostAvailable, Session
 from cassandra.concurrent import execute_concurrent
 from cassandra.connection import ConnectionException
@@ -69,7 +69,10 @@ def cluster_for(hosts: Sequence[str], port: int = 9042, *, local_dc: str | None 
         serial_consistency_level=ConsistencyLevel.LOCAL_SERIAL,
         request_timeout=request_timeout,
     )
-    return Cluster(list(hosts), port=port, execution_profiles={EXEC_PROFILE_DEFAULT: profile},
+    # protocol v5 (Cassandra >= 4.0) pinned: negotiating down from the driver's DSE versions costs two
+    # failed handshakes and a warning per connection
+    return Cluster(list(hosts), port=port, protocol_version=ProtocolVersion.V5,
+                   execution_profiles={EXEC_PROFILE_DEFAULT: profile},
                    schema_event_refresh_window=schema_event_refresh_window)
 
 
