@@ -22,7 +22,12 @@ def _serve(args) -> int:
         print(f"blackwidow: {exc}", file=sys.stderr)
         return 2
     if not args.no_migrate:
-        migrate.upgrade(config.database_url)
+        try:
+            migrate.upgrade(config.database_url)
+        except Exception as exc:     # unreachable database, bad URL: say so in one line, not a traceback
+            print(f"blackwidow: cannot migrate the configuration store: {type(exc).__name__}: {exc}",
+                  file=sys.stderr)
+            return 1
     cmd = [sys.executable, "-m", "gunicorn", "--config", "python:blackwidow.gunicorn_conf"]
     if args.bind:
         cmd += ["--bind", args.bind]
@@ -45,8 +50,13 @@ def _migrate(args) -> int:
 
 def _scheduler(args) -> int:
     from blackwidow import scheduler    # imported late: it pulls in APScheduler and the spawn client
+    from shared.errors import ConfigError
 
-    return scheduler.main(args.args) or 0
+    try:
+        return scheduler.main(args.args) or 0
+    except ConfigError as exc:
+        print(f"blackwidow: {exc}", file=sys.stderr)
+        return 2
 
 
 # --- admin ------------------------------------------------------------------------------------------

@@ -79,3 +79,20 @@ def test_unreachable_hub_prints_a_json_error(monkeypatch, capsys):
     monkeypatch.setenv("BW_ADMIN_TOKEN", "t")
     assert cli.main(["admin", "--hub", "http://127.0.0.1:1", "nodes", "list"]) == 1
     assert json.loads(capsys.readouterr().err)["error"]["code"] == "unreachable"
+
+
+def test_serve_refuses_to_start_without_config_or_database(monkeypatch, capsys):
+    monkeypatch.setenv("BW_NODE_SECRET", "b")
+    monkeypatch.delenv("BW_ADMIN_TOKEN", raising=False)
+    assert cli.main(["serve"]) == 2
+    assert "BW_ADMIN_TOKEN" in capsys.readouterr().err
+    monkeypatch.setenv("BW_ADMIN_TOKEN", "a")
+    monkeypatch.setenv("BW_DATABASE_URL", "postgresql+psycopg2://u:secret-pw@127.0.0.1:1/none")
+    assert cli.main(["serve"]) == 1
+    err = capsys.readouterr().err
+    assert "cannot migrate" in err and "secret-pw" not in err
+
+
+def test_migrate_command(tmp_path, capsys):
+    assert cli.main(["migrate", "--database-url", f"sqlite:///{tmp_path}/x.db"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"revision": "0001"}
