@@ -31,5 +31,13 @@ test: venv services
 test-unit: venv
 	$(BIN)/pytest -m 'not integration and not slow'
 
+# STACK=embedded (SQLite, the default) or STACK=full (PostgreSQL + Cassandra);
+# WIKI=https://…/w/api.php TITLES='A|B' harvests another wiki instead of the local one.
+STACK ?= embedded
+demo: venv
+	@if [ -z "$(WIKI)" ]; then scripts/services/mediawiki.sh up; fi
+	@if [ "$(STACK)" = full ]; then scripts/services/postgres.sh up && scripts/services/cassandra.sh up; fi
+	STACK="$(STACK)" WIKI="$(WIKI)" TITLES="$(TITLES)" $(BIN)/python -m tools.demo
+
 clean: services-down
 	rm -rf .run
