@@ -108,7 +108,6 @@ def stack_env(stack: str, data_dir: Path) -> dict:
     env = {}
     if stack == "full":
         import sqlalchemy as sa
-        from shared.revisions.cql_schema import apply_schema  # noqa: F401  (checked below)
         engine = sa.create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
         with engine.connect() as conn:
             conn.execute(sa.text('DROP DATABASE IF EXISTS "bw_demo" WITH (FORCE)'))
@@ -121,10 +120,11 @@ def stack_env(stack: str, data_dir: Path) -> dict:
 
 
 def reset_cassandra_keyspace(keyspace: str) -> None:
-    from shared.revisions.cassandra_store import connect
+    from shared.revisions.cassandra_store import cluster_for
     from shared.revisions.cql_schema import apply_schema
-    cluster, session = connect(["127.0.0.1"], 9042, None)
+    cluster = cluster_for(["127.0.0.1"], 9042)
     try:
+        session = cluster.connect()
         session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}")
         apply_schema(session, keyspace, replication=1)
     finally:
