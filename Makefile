@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 
-.PHONY: venv services services-down test test-unit demo bench clean
+.PHONY: venv services services-down browser test test-unit demo bench clean
 
 venv: $(STAMP)
 
@@ -25,7 +25,11 @@ services-down:
 	-scripts/services/cassandra.sh down
 	-scripts/services/postgres.sh down
 
-test: venv services
+# Chromium for the dashboard's browser test.
+browser:
+	scripts/services/browser.sh up
+
+test: venv services browser
 	$(BIN)/pytest
 
 test-unit: venv
