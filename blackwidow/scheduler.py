@@ -84,6 +84,8 @@ def serve(config: HubConfig, stop: threading.Event, metrics: SchedulerMetrics) -
 def main(argv: list[str] | None = None) -> int:
     config = HubConfig.from_env()
     setup_logging(config.log_json, config.log_level)
+    # APScheduler logs every run at INFO; its warnings (a tick overrunning the interval) still show
+    logging.getLogger("apscheduler").setLevel(logging.WARNING)
     metrics = SchedulerMetrics()
     port = get(os.environ, "BW_SCHEDULER_METRICS_PORT", int, None)
     if port is not None:

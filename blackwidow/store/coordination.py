@@ -8,10 +8,13 @@ from datetime import datetime, timezone
 from typing import Iterable, Mapping
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from blackwidow.models import Assignment, Node, Reload, Subscription
 from shared.wire import SubscriptionSpec
+
+_UPSERTS = {"postgresql": postgresql.insert, "sqlite": sqlite.insert}
 
 LIVE = "live"
 DEAD = "dead"
@@ -52,20 +55,26 @@ class Snapshot:
     assignments: dict[str, AssignmentView]
 
 
-def spec_of(sub: Subscription) -> SubscriptionSpec:
-    """What a spawn is sent for a subscription row."""
-    return SubscriptionSpec(id=sub.id, source_uuid=sub.source_uuid, tenant_id=sub.tenant_id, wiki=sub.wiki,
-                            title=sub.title, content=bool(sub.content), quota=sub.quota)
+_SUBSCRIPTION_COLUMNS = (Subscription.id, Subscription.source_uuid, Subscription.tenant_id, Subscription.wiki,
+                         Subscription.title, Subscription.content, Subscription.quota, Subscription.enabled,
+                         Subscription.state, Subscription.node_id, Subscription.revisions, Subscription.last_rev_id,
+                         Subscription.last_error)
 
 
 def load_snapshot(session: Session) -> Snapshot:
-    nodes = {n.id: NodeView(n.id, n.url, n.state, n.consecutive_failures, n.boot_id)
-             for n in session.scalars(sa.select(Node))}
-    subs = {s.id: SubscriptionView(s.id, spec_of(s), s.enabled, s.state, s.node_id, s.revisions, s.last_rev_id,
-                                   s.last_error)
-            for s in session.scalars(sa.select(Subscription))}
-    assignments = {a.subscription_id: AssignmentView(a.node_id, a.acked, _aware(a.sent_at))
-                   for a in session.scalars(sa.select(Assignment))}
+    # plain column rows, not ORM entities: a tick reads every subscription, and entities cost 3x
+    nodes = {r.id: NodeView(r.id, r.url, r.state, r.consecutive_failures, r.boot_id)
+             for r in session.execute(sa.select(Node.id, Node.url, Node.state, Node.consecutive_failures,
+                                                Node.boot_id))}
+    subs = {}
+    for r in session.execute(sa.select(*_SUBSCRIPTION_COLUMNS)):
+        spec = SubscriptionSpec(id=r.id, source_uuid=r.source_uuid, tenant_id=r.tenant_id, wiki=r.wiki,
+                                title=r.title, content=bool(r.content), quota=r.quota)
+        subs[r.id] = SubscriptionView(r.id, spec, r.enabled, r.state, r.node_id, r.revisions, r.last_rev_id,
+                                      r.last_error)
+    assignments = {r.subscription_id: AssignmentView(r.node_id, r.acked, _aware(r.sent_at))
+                   for r in session.execute(sa.select(Assignment.subscription_id, Assignment.node_id,
+                                                      Assignment.acked, Assignment.sent_at))}
     return Snapshot(nodes, subs, assignments)
 
 
@@ -98,18 +107,22 @@ def lock_existing_subscriptions(session: Session, ids: Iterable[str]) -> set[str
 
 
 def update_subscriptions(session: Session, changes: Mapping[str, dict],
-                         seen: Mapping[str, SubscriptionView]) -> int:
+                         seen: Mapping[str, SubscriptionView]) -> None:
     """Write {sub_id: {column: value}}; a row the admin API changed since `seen` (enabled or state)
-    is skipped, the next tick reconciles it. Returns the rows written."""
-    written = 0
+    is skipped, the next tick reconciles it. Rows with the same changed columns go in one executemany."""
+    table = Subscription.__table__
+    groups: dict[tuple[str, ...], list[dict]] = {}
     for sub_id, values in changes.items():
         before = seen[sub_id]
-        result = session.execute(sa.update(Subscription)
-                                 .where(Subscription.id == sub_id, Subscription.enabled == before.enabled,
-                                        Subscription.state == before.state)
-                                 .values(**values))
-        written += result.rowcount
-    return written
+        params = {"b_id": sub_id, "b_enabled": before.enabled, "b_state": before.state}
+        params.update({f"v_{k}": v for k, v in values.items()})
+        groups.setdefault(tuple(sorted(values)), []).append(params)
+    for columns, rows in groups.items():
+        stmt = (sa.update(table)
+                .where(table.c.id == sa.bindparam("b_id"), table.c.enabled == sa.bindparam("b_enabled"),
+                       table.c.state == sa.bindparam("b_state"))
+                .values({c: sa.bindparam(f"v_{c}") for c in columns}))
+        session.execute(stmt, rows)
 
 
 def save_assignments(session: Session, upserts: Mapping[str, AssignmentView], deletes: Iterable[str]) -> None:
@@ -117,14 +130,17 @@ def save_assignments(session: Session, upserts: Mapping[str, AssignmentView], de
     deletes = list(deletes)
     for start in range(0, len(deletes), 500):
         session.execute(sa.delete(Assignment).where(Assignment.subscription_id.in_(deletes[start:start + 500])))
-    for sub_id, view in upserts.items():
-        row = session.get(Assignment, sub_id)
-        if row is None:
-            session.add(Assignment(subscription_id=sub_id, node_id=view.node_id, acked=view.acked,
-                                   sent_at=view.sent_at))
-        else:
-            row.node_id, row.acked, row.sent_at = view.node_id, view.acked, view.sent_at
-    session.flush()
+    if not upserts:
+        return
+    rows = [{"subscription_id": sub_id, "node_id": a.node_id, "acked": a.acked, "sent_at": a.sent_at}
+            for sub_id, a in upserts.items()]
+    dialect = session.get_bind().dialect.name
+    if dialect not in _UPSERTS:
+        raise NotImplementedError(f"assignments upsert on {dialect}")
+    stmt = _UPSERTS[dialect](Assignment.__table__)
+    stmt = stmt.on_conflict_do_update(index_elements=["subscription_id"],
+                                      set_={c: stmt.excluded[c] for c in ("node_id", "acked", "sent_at")})
+    session.execute(stmt, rows)
 
 
 def record_reload(session: Session, kind: str, reason: str, sends: int, drops: int, at: datetime) -> None:

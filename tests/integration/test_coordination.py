@@ -231,3 +231,18 @@ def test_one_failing_node_never_stops_the_tick(maker, spawns, client, db_url):
     # the unreachable nodes' subscriptions wait (pending) until they answer or are removed
     rows = subscriptions(maker)
     assert {rows[s].state for s, n in want.items() if n != healthy.node_id} == {"pending"}
+
+
+def test_tick_writes_skip_rows_the_admin_api_changed_meanwhile(maker):
+    from blackwidow.store import coordination
+    first, second = add_subscriptions(maker, 2)
+    with maker.begin() as session:
+        seen = coordination.load_snapshot(session).subscriptions
+    with maker.begin() as session:                        # the API disables one between read and write
+        store.update_subscription(session, first, {"enabled": False})
+    with maker.begin() as session:
+        coordination.update_subscriptions(session, {first: {"state": "running", "revisions": 5},
+                                                    second: {"state": "running", "revisions": 5}}, seen)
+    rows = subscriptions(maker)
+    assert (rows[first].state, rows[first].enabled, rows[first].revisions) == ("disabled", False, 0)
+    assert (rows[second].state, rows[second].revisions) == ("running", 5)

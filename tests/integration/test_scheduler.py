@@ -1,10 +1,6 @@
 """Exactly one scheduler acts: the PostgreSQL advisory lock, the SQLite lease, and real scheduler
 processes (standby, takeover after the leader is killed, adoption without restarts)."""
-import json
-import os
 import signal
-import socket
-import subprocess
 import sys
 import threading
 import time
@@ -21,27 +17,11 @@ from blackwidow.db import make_sessionmaker
 from blackwidow.leadership import AdvisoryLock, LeaseLock
 from blackwidow.metrics import SchedulerMetrics
 from blackwidow.scheduler import serve
-from tests.integration.coordination_support import (SECRET, add_subscriptions, db_url, expected_routes,  # noqa: F401
-                                                    held, hub_config, maker, register, spawns)
+from tests.integration.coordination_support import (SECRET, LoggedProcess, add_subscriptions, db_url,  # noqa: F401
+                                                    expected_routes, free_port, held, hub_config, maker, register,
+                                                    spawns, wait_for)
 
 pytestmark = pytest.mark.integration
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def wait_for(predicate, timeout: float, step: float = 0.05):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(step)
-    raise AssertionError(f"not true within {timeout} s")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_advisory_lock_admits_one_holder_and_frees_with_its_session(db_url):
@@ -120,31 +100,11 @@ def test_two_schedulers_on_sqlite_take_turns(tmp_path, spawns):
         maker.kw["bind"].dispose()
 
 
-class SchedulerProcess:
-    def __init__(self, db_url: str, log: Path, **env):
-        self.log = log
-        environ = dict(os.environ, BW_DATABASE_URL=db_url, BW_NODE_SECRET=SECRET, BW_ADMIN_TOKEN="admin",
-                       BW_POLL_INTERVAL_S="0.3", BW_LOG_JSON="true", BW_LOG_LEVEL="INFO",
-                       BW_DATA_DIR=str(log.parent), **env)
-        self._out = open(log, "wb")
-        self.proc = subprocess.Popen([sys.executable, "-m", "blackwidow.scheduler"], cwd=ROOT, env=environ,
-                                     stdout=self._out, stderr=subprocess.STDOUT)
-
-    def events(self) -> list[str]:
-        out = []
-        for line in self.log.read_text().splitlines():
-            try:
-                out.append(json.loads(line)["event"])
-            except (ValueError, KeyError):
-                pass
-        return out
-
-    def stop(self, sig=signal.SIGTERM) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-        code = self.proc.wait(10)
-        self._out.close()
-        return code
+def scheduler_process(db_url: str, log: Path, **env) -> LoggedProcess:
+    return LoggedProcess([sys.executable, "-m", "blackwidow.scheduler"],
+                         {"BW_DATABASE_URL": db_url, "BW_NODE_SECRET": SECRET, "BW_ADMIN_TOKEN": "admin",
+                          "BW_POLL_INTERVAL_S": "0.3", "BW_LOG_JSON": "true", "BW_LOG_LEVEL": "INFO",
+                          "BW_DATA_DIR": str(log.parent), **env}, log)
 
 
 def test_second_scheduler_stands_by_and_takes_over_without_restarting_anything(maker, spawns, db_url, tmp_path):
@@ -153,12 +113,12 @@ def test_second_scheduler_stands_by_and_takes_over_without_restarting_anything(m
     add_subscriptions(maker, 40)
     want = expected_routes(maker, [d.node_id for d in doubles])
     metrics_port = free_port()
-    first = SchedulerProcess(db_url, tmp_path / "first.log", BW_SCHEDULER_METRICS_PORT=str(metrics_port))
+    first = scheduler_process(db_url, tmp_path / "first.log", BW_SCHEDULER_METRICS_PORT=str(metrics_port))
     second = None
     try:
         wait_for(lambda: held(doubles) == want, 15)
         assert "scheduler.leader" in first.events()
-        second = SchedulerProcess(db_url, tmp_path / "second.log")
+        second = scheduler_process(db_url, tmp_path / "second.log")
         wait_for(lambda: "scheduler.standby" in second.events(), 10)
 
         for d in doubles:
