@@ -141,6 +141,14 @@ class RevisionStoreContract:
         everything = set(store.revisions())
         assert set(a + b + c) <= everything
 
+    def test_page_id_by_title_and_wikis(self, store, wiki):
+        store.write(make_history(wiki, 21, 3, title="Orb weaver"))
+        store.write(make_history(wiki, 22, 2, first_rev_id=8000, title="Ünïcödé – 東京"))
+        assert (store.page_id(wiki, "Orb weaver"), store.page_id(wiki, "Ünïcödé – 東京")) == (21, 22)
+        assert store.page_id(wiki, "orb weaver") is None
+        assert store.page_id("elsewhere.example.org", "Orb weaver") is None
+        assert wiki in store.wikis() and store.wikis() == sorted(store.wikis())
+
     def test_a_write_covers_one_page(self, store, wiki):
         mixed = make_history(wiki, 1, 2) + make_history(wiki, 2, 1, first_rev_id=7000)
         with pytest.raises(ValueError, match="one page"):

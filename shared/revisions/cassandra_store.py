@@ -55,6 +55,7 @@ _CQL = {
                "WHERE wiki = ? AND page_id = ? AND month = ? AND rev_ts >= ? AND rev_ts <= ?",
     "get_content": "SELECT codec, body FROM {ks}.revision_content WHERE wiki = ? AND rev_id = ?",
     "all_pages": "SELECT DISTINCT wiki, page_id FROM {ks}.page_months",
+    "page_id": "SELECT page_id FROM {ks}.pages_by_title WHERE wiki = ? AND title = ?",
 }
 
 
@@ -204,6 +205,13 @@ class CassandraRevisionStore:
                  if wiki is None or row.wiki == wiki]
         for page_wiki, page_id in pages:
             yield from self.history(page_wiki, page_id)
+
+    def page_id(self, wiki: str, title: str) -> int | None:
+        row = self._read(self._ps["page_id"], (wiki, title)).one()
+        return None if row is None else row.page_id
+
+    def wikis(self) -> list[str]:
+        return sorted({row.wiki for row in self._read(self._ps["all_pages"], ())})
 
     def content(self, wiki: str, rev_id: int) -> str | None:
         row = self._read(self._ps["get_content"], (wiki, rev_id)).one()

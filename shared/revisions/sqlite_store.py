@@ -192,6 +192,14 @@ class SQLiteRevisionStore:
                 return
             cursor = (rows[-1][0], rows[-1][1])
 
+    def page_id(self, wiki: str, title: str) -> int | None:
+        rows = self._query("SELECT page_id FROM pages WHERE wiki = ? AND title = ? ORDER BY latest_rev_ts DESC "
+                           "LIMIT 1", (wiki, title))
+        return rows[0][0] if rows else None
+
+    def wikis(self) -> list[str]:
+        return [row[0] for row in self._query("SELECT DISTINCT wiki FROM pages ORDER BY wiki", ())]
+
     def content(self, wiki: str, rev_id: int) -> str | None:
         rows = self._query("SELECT codec, body FROM revision_content WHERE wiki = ? AND rev_id = ?",
                            (wiki, rev_id))

@@ -31,5 +31,11 @@ class RevisionStore(Protocol):
     def page(self, wiki: str, page_id: int) -> PageState | None:
         """Latest revision and revision count of a page, or None if nothing is stored."""
 
+    def page_id(self, wiki: str, title: str) -> int | None:
+        """Id of the stored page whose newest revision carries this exact title, or None."""
+
+    def wikis(self) -> list[str]:
+        """Storage keys of the wikis with stored pages, sorted."""
+
     def close(self) -> None:
         ...
