@@ -34,6 +34,7 @@ class SpawnDouble:
         self.states: dict[str, str] = {}
         self.requests: list[tuple[str, str]] = []      # (method, path) of authenticated calls
         self.fail_with: dict[str, int] = {}            # {method: status} to answer instead, e.g. {"PUT": 503}
+        self.answer_as: str | None = None              # report this node id instead of its own
         self._lock = threading.Lock()
         self._server = None
         self._thread = None
@@ -102,7 +103,7 @@ class SpawnDouble:
             statuses = tuple(SubscriptionStatus(id=i, state=self.states[i], revisions=3, last_rev_id=None,
                                                 spec=s.to_dict())
                              for i, s in sorted(self.subs.items()))
-            return StatusReport(node_id=self.node_id, boot_id=self.boot_id, attached=True,
+            return StatusReport(node_id=self.answer_as or self.node_id, boot_id=self.boot_id, attached=True,
                                 subscriptions=statuses, sources=len({s.source_uuid for s in self.subs.values()}))
 
 

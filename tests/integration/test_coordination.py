@@ -7,7 +7,7 @@ import pytest
 import requests
 import sqlalchemy as sa
 
-from blackwidow import store
+from blackwidow import router, store
 from blackwidow.models import Assignment, Node, Reload
 from blackwidow.poller import FAILED_RESEND_AFTER_S, PollerState, poll_once, utcnow
 from blackwidow.spawn_client import SpawnClient
@@ -246,3 +246,20 @@ def test_tick_writes_skip_rows_the_admin_api_changed_meanwhile(maker):
     rows = subscriptions(maker)
     assert (rows[first].state, rows[first].enabled, rows[first].revisions) == ("disabled", False, 0)
     assert (rows[second].state, rows[second].revisions) == ("running", 5)
+
+
+def test_rendezvous_routing_places_subscriptions_by_highest_weight(maker, spawns, client, db_url):
+    doubles = spawns(3)
+    register(maker, doubles)
+    add_subscriptions(maker, 30)
+    poll_once(maker, client, hub_config(db_url, BW_ROUTING="rendezvous"))
+    assert held(doubles) == expected_routes(maker, [d.node_id for d in doubles], router.RENDEZVOUS)
+
+
+def test_a_node_answering_as_another_node_counts_as_a_failed_poll(maker, spawns, client, db_url):
+    (node,) = spawns(1)
+    register(maker, [node])
+    add_subscriptions(maker, 3)
+    node.answer_as = "someone-else"
+    result = poll_once(maker, client, hub_config(db_url))
+    assert result.failed == (node.node_id,) and result.sent == 0 and node.subs == {}
