@@ -84,11 +84,12 @@ class Node:
     def detach(self) -> None:
         logger.warning("node.detached", extra={"node_id": self.node_id,
                                                "after_s": self.watchdog.timeout_s})
+        # sources first: once this node reports itself detached, nothing more is written
+        self.registry.clear()
         self.attached = False
         self.metrics.attached.set(0)
         self.metrics.detaches.inc()
         self.boot_id = uuid.uuid4().hex
-        self.registry.clear()
         if self._extra_on_detach is not None:
             self._extra_on_detach()
         self._need_register.set()

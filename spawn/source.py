@@ -137,8 +137,15 @@ class DataSource:
             logger.info("source.resolved", extra={"title": self.title, "page_id": self.page.page_id,
                                                   "wiki": self.client.host})
         if self._ids is None:
+            # Rows past the resume point belong to a batch a crash interrupted: they are not
+            # counted here and will be fetched, written and delivered again.
+            resume = self.store.resume_point(self.client.host, self.page.page_id)
             ids, ts = array("q"), array("d")
-            for rev in self.store.history(self.client.host, self.page.page_id):
+            history = self.store.history(self.client.host, self.page.page_id,
+                                         until=resume.timestamp if resume else None) if resume else ()
+            for rev in history:
+                if (rev.timestamp, rev.rev_id) > (resume.timestamp, resume.rev_id):
+                    continue
                 ids.append(rev.rev_id)
                 ts.append(rev.timestamp.timestamp())
             ids.reverse()

@@ -28,6 +28,7 @@ class MemoryStore:
     def __init__(self):
         self.rows: dict[tuple[str, int], Revision] = {}
         self.writes = 0
+        self.resume_override: ResumePoint | None = None    # as after a crash in the middle of a batch
         self._lock = threading.Lock()
 
     def write(self, revisions):
@@ -41,11 +42,13 @@ class MemoryStore:
                       key=lambda r: (r.timestamp, r.rev_id), reverse=True)
 
     def resume_point(self, wiki, page_id):
+        if self.resume_override is not None:
+            return self.resume_override
         revs = self._page(wiki, page_id)
         return ResumePoint(revs[0].rev_id, revs[0].timestamp) if revs else None
 
     def history(self, wiki, page_id, *, since=None, until=None):
-        return iter(self._page(wiki, page_id))
+        return iter([r for r in self._page(wiki, page_id) if until is None or r.timestamp <= until])
 
     def revisions(self, wiki=None):
         return [r for r in self.rows.values() if wiki is None or r.wiki == wiki]

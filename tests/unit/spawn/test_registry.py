@@ -206,3 +206,16 @@ def test_a_changed_article_under_the_same_id_moves_the_subscriber():
     h.registry.upsert(spec("a"))
     h.registry.upsert(replace(spec("a", title="Other")))
     assert h.made[0].stopped and len(h.made) == 2
+
+
+def test_rows_of_a_batch_interrupted_by_a_crash_are_neither_counted_nor_delivered_twice():
+    from shared.revisions.model import ResumePoint
+    h = Harness(revisions=50)
+    revs = make_revisions(50)
+    h.store.write(revs[:30])                      # rows 21..30 landed, the resume point did not move
+    h.store.resume_override = ResumePoint(revs[19].rev_id, revs[19].timestamp)
+    h.registry.upsert(spec("a"))
+    h.run()
+    st = h.status("a")
+    assert (st.revisions, st.last_rev_id) == (50, revs[-1].rev_id)
+    assert h.made[0].written == 30
