@@ -9,6 +9,7 @@ from sqlalchemy.orm import sessionmaker as Sessionmaker
 from blackwidow.auth import HubAuth
 from blackwidow.db import SessionMiddleware, make_sessionmaker
 from blackwidow.api_metrics import MetricsMiddleware
+from blackwidow.resources.dashboard import DashboardPageResource, DashboardResource, RootResource
 from blackwidow.resources.health import HealthResource
 from blackwidow.resources.metrics import MetricsResource
 from blackwidow.resources.nodes import NodesResource
@@ -45,6 +46,12 @@ def create_app(config: HubConfig, *, sessionmaker: Sessionmaker) -> falcon.App:
     app.add_route("/health", HealthResource(sessionmaker))
     app.add_route("/metrics", MetricsResource(sessionmaker))
     app.add_route("/openapi.json", OpenApiResource())
+
+    page = DashboardPageResource()
+    app.add_route("/", RootResource())
+    app.add_route("/dashboard", page)
+    app.add_route("/dashboard/{name}", page, suffix="asset")
+    app.add_route("/v1/dashboard", DashboardResource())
     return app
 
 

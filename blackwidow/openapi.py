@@ -64,6 +64,24 @@ for _name in ("Tenant", "Subscription"):
                                     "next_cursor": {"type": "string", "nullable": True,
                                                     "description": "Pass as `cursor` for the next page."}})
 SCHEMAS["NodeList"] = _obj({"items": {"type": "array", "items": _ref("Node")}})
+SCHEMAS["Reload"] = _obj({"id": {"type": "integer"}, "kind": {"type": "string", "enum": ["hard", "soft"]},
+                         "reason": {"type": "string"}, "sends": {"type": "integer"},
+                         "drops": {"type": "integer"}, "at": _TS})
+SCHEMAS["Dashboard"] = _obj({
+    "generated_at": _TS,
+    "nodes": {"type": "array", "items": _ref("Node"), "description": "Live nodes first, then by url."},
+    "subscriptions": _obj({
+        "total": {"type": "integer"},
+        "revisions": {"type": "integer", "description": "Harvested over all subscriptions."},
+        "by_state": _obj({name: {"type": "integer"} for name in STATES}),
+        "state": {"type": "string", "enum": [*STATES, None], "nullable": True,
+                  "description": "The `state` filter applied to `recent`."},
+        "recent": {"type": "array", "description": "Most recently changed first.", "items": {"allOf": [
+            _ref("Subscription"), _obj({"tenant": {"type": "string", "description": "Tenant name."}})]}}}),
+    "tenants": _obj({"total": {"type": "integer"},
+                     "items": {"type": "array", "items": _ref("Tenant"),
+                               "description": "Most revisions harvested first."}}),
+    "reloads": {"type": "array", "items": _ref("Reload"), "description": "Newest first."}})
 SCHEMAS["BulkCreated"] = _obj({"items": {"type": "array", "items": _ref("Subscription")},
                                "count": {"type": "integer"}})
 
@@ -177,6 +195,25 @@ def document() -> dict:
             "/metrics": {"get": {"summary": "Prometheus metrics", "security": [], "responses": {"200": {
                 "description": "Prometheus text format",
                 "content": {"text/plain": {"schema": {"type": "string"}}}}}}},
+            "/v1/dashboard": {
+                "get": _op("Everything the dashboard page shows, in one document", "200", "Dashboard",
+                           errors=("401", "422"), params=(
+                               _query("state", {"type": "string", "enum": list(STATES)},
+                                      "List only subscriptions in this state (counts stay global)."),)),
+            },
+            "/": {"get": {"summary": "Redirects to /dashboard", "security": [],
+                          "responses": {"302": {"description": "Location: /dashboard"}}}},
+            "/dashboard": {"get": {
+                "summary": "The operator's dashboard page (static; its script calls /v1/dashboard with the "
+                           "admin token)", "security": [],
+                "responses": {"200": {"description": "HTML page",
+                                      "content": {"text/html": {"schema": {"type": "string"}}}}}}},
+            "/dashboard/{name}": {"get": {
+                "summary": "The dashboard's script and style sheet", "security": [],
+                "parameters": [{"name": "name", "in": "path", "required": True,
+                                "schema": {"type": "string", "enum": ["dashboard.js", "dashboard.css"]}}],
+                "responses": {"200": {"description": "JavaScript or CSS"},
+                              "404": {"description": _ERRORS["404"], **_json(_ref("Error"))}}}},
             "/openapi.json": {"get": {"summary": "This document", "security": [],
                                       "responses": {"200": {"description": "OpenAPI 3.0 document",
                                                             **_json({"type": "object"})}}}},

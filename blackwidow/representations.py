@@ -1,10 +1,12 @@
 """API output shapes of the store's rows. Pure: the one place that decides what clients see."""
 from datetime import datetime
 
-from blackwidow.models import Subscription
+from blackwidow.models import Reload, Subscription
+from blackwidow.store.dashboard import DashboardData
 from blackwidow.store.nodes import NodeLoad
 from blackwidow.store.pagination import as_utc
 from blackwidow.store.tenants import TenantUsage
+from shared.wire import STATES
 
 
 def timestamp(value: datetime | None) -> str | None:
@@ -35,3 +37,25 @@ def node(load: NodeLoad) -> dict:
 
 def page(items: list[dict], next_cursor: str | None) -> dict:
     return {"items": items, "next_cursor": next_cursor}
+
+
+def reload(r: Reload) -> dict:
+    return {"id": r.id, "kind": r.kind, "reason": r.reason, "sends": r.sends, "drops": r.drops,
+            "at": timestamp(r.at)}
+
+
+def dashboard(data: DashboardData, *, state: str | None, now: datetime) -> dict:
+    """Every subscription state appears, zero or not, in the wire protocol's order."""
+    return {
+        "generated_at": timestamp(now),
+        "nodes": [node(n) for n in data.nodes],
+        "subscriptions": {
+            "total": sum(data.subscription_states.values()),
+            "revisions": int(data.revisions),
+            "by_state": {name: data.subscription_states.get(name, 0) for name in STATES},
+            "state": state,
+            "recent": [{**subscription(s), "tenant": tenant_name} for s, tenant_name in data.recent],
+        },
+        "tenants": {"total": data.tenant_count, "items": [tenant(t) for t in data.tenants]},
+        "reloads": [reload(r) for r in data.reloads],
+    }

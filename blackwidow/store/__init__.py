@@ -1,4 +1,5 @@
 """The hub's configuration store: plain functions taking a session first. They never commit."""
+from blackwidow.store.dashboard import DashboardData, dashboard_data
 from blackwidow.store.nodes import NodeLoad, get_node, list_nodes, register_node
 from blackwidow.store.subscriptions import (create_subscription, create_subscriptions, delete_subscription,
                                             get_subscription, list_subscriptions, update_subscription)
@@ -6,6 +7,7 @@ from blackwidow.store.tenants import (TenantUsage, create_tenant, delete_tenant,
                                       tenant_usage, update_tenant)
 
 __all__ = [
+    "DashboardData", "dashboard_data",
     "NodeLoad", "get_node", "list_nodes", "register_node",
     "create_subscription", "create_subscriptions", "delete_subscription", "get_subscription",
     "list_subscriptions", "update_subscription",

@@ -65,6 +65,13 @@ def list_tenants(session, *, limit: int, cursor: str | None = None) -> tuple[lis
     return [TenantUsage(*row) for row in rows], next_cursor
 
 
+def busiest_tenants(session, *, limit: int) -> list[TenantUsage]:
+    """The tenants that harvested the most revisions, then by name."""
+    used = sa.func.coalesce(sa.func.sum(Subscription.revisions), 0)
+    rows = session.execute(_with_usage().order_by(used.desc(), Tenant.name).limit(limit))
+    return [TenantUsage(*row) for row in rows]
+
+
 def update_tenant(session, tenant_id: str, changes: dict) -> Tenant:
     """Applies name and/or quota. Raises NotFound, Conflict."""
     tenant = get_tenant(session, tenant_id)
