@@ -1,0 +1,1 @@
+"""Read-side helpers for analysts: the CQL cookbook."""
