@@ -7,6 +7,7 @@ the thread: they are reported on the subscribers and retried with backoff. stop(
 another write.
 """
 import logging
+import queue
 import threading
 import time
 from array import array
@@ -114,7 +115,7 @@ class DataSource:
                 self.metrics.source_errors.labels(kind="unavailable").inc()
                 if self._stop.wait(self.revisit_max_s):
                     return
-            except (MediaWikiError, StoreError, Exception) as exc:   # one bad page never kills the thread
+            except Exception as exc:        # one bad page never kills the thread
                 if not isinstance(exc, (MediaWikiError, StoreError)):
                     logger.exception("source.error", extra={"title": self.title})
                 self.metrics.source_errors.labels(kind=type(exc).__name__).inc()
@@ -141,8 +142,8 @@ class DataSource:
             # counted here and will be fetched, written and delivered again.
             resume = self.store.resume_point(self.client.host, self.page.page_id)
             ids, ts = array("q"), array("d")
-            history = self.store.history(self.client.host, self.page.page_id,
-                                         until=resume.timestamp if resume else None) if resume else ()
+            history = () if resume is None else self.store.history(self.client.host, self.page.page_id,
+                                                                   until=resume.timestamp)
             for rev in history:
                 if (rev.timestamp, rev.rev_id) > (resume.timestamp, resume.rev_id):
                     continue
@@ -172,9 +173,9 @@ class DataSource:
         if need == 0:
             return
         self.complete = False
-        for batch in self.client.revision_batches(self.page, start=resume.timestamp if resume else None,
-                                                  content=content, cancel=self._stop,
-                                                  on_retry=self._on_retry):
+        batches = self.client.revision_batches(self.page, start=resume.timestamp if resume else None,
+                                               content=content, cancel=self._stop, on_retry=self._on_retry)
+        for batch in prefetched(batches, self._stop):
             fresh = [r for r in batch if resume is None or (r.timestamp, r.rev_id) > (resume.timestamp,
                                                                                        resume.rev_id)]
             need, _ = self._need()
@@ -224,3 +225,49 @@ class DataSource:
     def _report(self, state: str, error: str | None = None) -> None:
         for sub in self.subscribers():
             sub.set_state(state, error)
+
+
+_END = object()
+
+
+def prefetched(batches, stop: threading.Event, depth: int = 1):
+    """Iterate `batches` while a helper thread fetches the next one, so the API request of batch
+    k+1 overlaps the store write of batch k. Exceptions reach the consumer in order; the helper
+    ends when the consumer stops early, when `stop` is set, or at the end."""
+    q: queue.Queue = queue.Queue(maxsize=depth)
+    done = threading.Event()
+
+    def put(item) -> bool:
+        while not (done.is_set() or stop.is_set()):
+            try:
+                q.put(item, timeout=0.2)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
+        try:
+            for batch in batches:
+                if not put((batch, None)):
+                    return
+            put((_END, None))
+        except BaseException as exc:        # handed to the consumer, which re-raises it
+            put((_END, exc))
+
+    threading.Thread(target=produce, name="prefetch", daemon=True).start()
+    try:
+        while True:
+            try:
+                batch, exc = q.get(timeout=0.2)
+            except queue.Empty:
+                if stop.is_set():
+                    raise Cancelled("stopped") from None
+                continue
+            if exc is not None:
+                raise exc
+            if batch is _END:
+                return
+            yield batch
+    finally:
+        done.set()

@@ -3,8 +3,6 @@ api.php URL, all sharing the process-wide host limiter. Builds the registry's da
 import threading
 import time
 
-import requests
-
 from shared.config import SpawnConfig
 from shared.hashing import wiki_key
 from shared.revisions.store import RevisionStore
@@ -17,7 +15,7 @@ from spawn.source import DataSource
 
 
 class Wikis:
-    def __init__(self, config: SpawnConfig, *, http: requests.Session, store: RevisionStore,
+    def __init__(self, config: SpawnConfig, *, http, store: RevisionStore,
                  metrics: SpawnMetrics, limiter: HostLimiter | None = None, now=time.time):
         self.config = config
         self.http = http
