@@ -93,6 +93,7 @@ def chromium(url: str, profile: Path, *args: str, budget_ms: int = 3000) -> str:
 
 @pytest.fixture(scope="module")
 def seeded_hub(tmp_path_factory):
+    assert os.access(CHROMIUM, os.X_OK), f"no {CHROMIUM}: run scripts/services/browser.sh up (make test does)"
     run = tmp_path_factory.mktemp("dashboard")
     database_url = f"sqlite:///{run / 'hub.db'}"
     hub = Hub({"BW_DATABASE_URL": database_url, "BW_DATA_DIR": str(run / "data")}, run / "hub.log")
@@ -189,3 +190,17 @@ def test_a_state_in_the_fragment_lists_only_that_state(seeded_hub, tmp_path):
                if tag == "button" and attrs.get("aria-pressed") == "true"]
     assert pressed == ["running"]
     assert page.text("total-subscriptions") == "7"               # counts stay global
+
+
+def _dashboard_requests(hub) -> float:
+    metrics = requests.get(hub.url + "/metrics", timeout=10).text
+    prefix = 'bw_hub_http_requests_total{method="GET",route="/v1/dashboard",status="200"}'
+    return sum(float(line.split()[-1]) for line in metrics.splitlines() if line.startswith(prefix))
+
+
+def test_the_page_refreshes_itself(seeded_hub, tmp_path):
+    hub, _ = seeded_hub
+    before = _dashboard_requests(hub)
+    # 11 s of page time: the first load, then one refresh every 5 s
+    chromium(f"{hub.url}/dashboard#token={ADMIN_TOKEN}", tmp_path / "profile", "--dump-dom", budget_ms=11_000)
+    assert _dashboard_requests(hub) - before == 3
