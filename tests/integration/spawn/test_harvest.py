@@ -1,5 +1,6 @@
 """Harvests of the seeded wiki into real Cassandra, in process: complete, exact, shared sources."""
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -118,3 +119,25 @@ def test_missing_title_is_a_failed_state_with_the_wikis_message(harness, mediawi
     registry.upsert(spec(mediawiki.api_url, "m", "No such article anywhere"))
     wait_for(lambda: status(registry, "m").state == "failed", 30, "the failed state")
     assert "does not exist" in status(registry, "m").last_error
+
+
+def test_caught_up_page_is_revisited_with_prop_info_only(spawn_config, store, mediawiki):
+    config = replace(spawn_config, revisit_min_s=0.2, revisit_max_s=0.3)
+    metrics = SpawnMetrics()
+    wikis = Wikis(config, http=mediawiki.session(), store=store, metrics=metrics)
+    registry = Registry(wikis.make_source, orphan_after_s=60)
+    try:
+        title = "Spider silk"
+        registry.upsert(spec(mediawiki.api_url, "s", title))
+        src = registry.source(spec(mediawiki.api_url, "s", title).source_uuid)
+        wait_for(lambda: src.complete, 60, "the harvest")
+        harvest_requests = api_requests(metrics)
+        batcher = wikis.batcher(mediawiki.api_url)
+        wait_for(lambda: batcher.requests >= 3, 10, "three revisit checks")
+        # unchanged lastrevid: only the cheap prop=info checks were sent, no revisions re-fetched
+        checks = batcher.requests
+        assert 0 <= api_requests(metrics) - harvest_requests - checks <= 1     # one check may be in flight
+        assert src.written == len(mediawiki.expected.page(title).revisions)
+    finally:
+        registry.clear()
+        wikis.stop()

@@ -1,12 +1,18 @@
 """Registry and DataSource semantics without servers: sources run one pass at a time by hand."""
+import threading
+import time
 from dataclasses import replace
 
 import pytest
 
 from shared.hashing import source_uuid
+from shared.revisions.model import ResumePoint
 from shared.wire import SubscriptionSpec
+from spawn.host_limiter import Backoff
+from spawn.mediawiki import BadResponse, PageUnavailable
 from spawn.registry import Registry
 from spawn.source import DataSource
+from spawn.subscriber import Subscriber
 from tests.unit.spawn.fakes import FakeBatcher, FakeClock, FakeWiki, MemoryStore, make_revisions
 
 WIKI = "http://wiki.test/w/api.php"
@@ -179,18 +185,6 @@ def test_clear_stops_every_source_and_drops_every_job():
     assert all(s.stopped for s in h.made) and h.registry.snapshot() == []
 
 
-def test_missing_page_is_a_failed_state_with_the_message():
-    from spawn.mediawiki import PageUnavailable
-    h = Harness()
-
-    def missing(title, **kw):
-        raise PageUnavailable("page 'Page' does not exist")
-    h.wiki.resolve = missing
-    h.registry.upsert(spec("a"))
-    with pytest.raises(PageUnavailable):
-        h.run()
-
-
 def test_revisit_is_scheduled_with_the_seed_rule_after_the_history_is_complete():
     h = Harness(revisions=50)
     h.registry.upsert(spec("a"))
@@ -209,7 +203,6 @@ def test_a_changed_article_under_the_same_id_moves_the_subscriber():
 
 
 def test_rows_of_a_batch_interrupted_by_a_crash_are_neither_counted_nor_delivered_twice():
-    from shared.revisions.model import ResumePoint
     h = Harness(revisions=50)
     revs = make_revisions(50)
     h.store.write(revs[:30])                      # rows 21..30 landed, the resume point did not move
@@ -219,3 +212,47 @@ def test_rows_of_a_batch_interrupted_by_a_crash_are_neither_counted_nor_delivere
     st = h.status("a")
     assert (st.revisions, st.last_rev_id) == (50, revs[-1].rev_id)
     assert h.made[0].written == 30
+
+
+def _wait(predicate, timeout_s=5.0):
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def test_source_thread_reports_upstream_errors_as_waiting_and_stops_promptly():
+    store, batcher = MemoryStore(), FakeBatcher()
+    wiki = FakeWiki(make_revisions(5))
+
+    def broken(*a, **kw):
+        raise BadResponse("truncated or invalid JSON")
+        yield
+    wiki.revision_batches = broken
+    src = DataSource("k", "Page", client=wiki, store=store, batcher=batcher, revisit_min_s=60, revisit_max_s=600,
+                     on_limit=lambda s: None, backoff=Backoff(base_s=30, cap_s=30))
+    sub = Subscriber(spec("a"), seen_at=0)
+    src.attach(sub)
+    src.start()
+    _wait(lambda: sub.status().state == "waiting")
+    assert "truncated" in sub.status().last_error and store.rows == {}
+    src.stop()
+    src.join(2.0)
+    assert src.stopped and all(t.name != "source-Page" for t in threading.enumerate())
+
+
+def test_source_thread_marks_a_missing_page_failed():
+    wiki = FakeWiki([])
+
+    def missing(title, **kw):
+        raise PageUnavailable("page 'Page' does not exist")
+    wiki.resolve = missing
+    src = DataSource("k", "Page", client=wiki, store=MemoryStore(), batcher=FakeBatcher(), revisit_min_s=60,
+                     revisit_max_s=600, on_limit=lambda s: None)
+    sub = Subscriber(spec("a"), seen_at=0)
+    src.attach(sub)
+    src.start()
+    _wait(lambda: sub.status().state == "failed")
+    assert sub.status().last_error == "page 'Page' does not exist"
+    src.stop()
+    src.join(2.0)
