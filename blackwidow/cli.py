@@ -59,6 +59,11 @@ def _scheduler(args) -> int:
         return 2
 
 
+def _stats(argv: list[str]) -> int:
+    from blackwidow.stats.cli import main as stats_main
+    return stats_main(argv)
+
+
 # --- admin ------------------------------------------------------------------------------------------
 
 def _quota(text: str):
@@ -228,11 +233,15 @@ def build_parser() -> argparse.ArgumentParser:
     migrate.add_argument("--database-url", help="default: $BW_DATABASE_URL or SQLite under $BW_DATA_DIR")
     scheduler = sub.add_parser("scheduler", help="run the single coordination process")
     scheduler.add_argument("args", nargs=argparse.REMAINDER)
+    sub.add_parser("stats", help="revision statistics: count, avg, mode, plot (blackwidow stats --help)")
     _admin_parser(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["stats"]:        # its own parser: everything after `stats` belongs to it
+        return _stats(argv[1:])
     args = build_parser().parse_args(argv)
     if args.command == "admin":
         return _admin(_admin_defaults(args))
