@@ -129,6 +129,7 @@ class DataSource:
         """One pass: resolve, catch up from the resume point, schedule the revisit. Raises on errors."""
         self._wake.clear()
         self._prepare()
+        self._backfill_content()
         self._harvest()
         self._schedule_revisit()
 
@@ -178,9 +179,9 @@ class DataSource:
         for batch in prefetched(batches, self._stop):
             fresh = [r for r in batch if resume is None or (r.timestamp, r.rev_id) > (resume.timestamp,
                                                                                        resume.rev_id)]
-            need, _ = self._need()
-            if need == 0:
-                return
+            need, wants_content = self._need()
+            if need == 0 or (wants_content and not content):
+                return          # a content subscriber arrived: the next pass backfills, then goes on with content
             if need is not None:
                 fresh = fresh[:need]
             if not fresh:
@@ -191,6 +192,28 @@ class DataSource:
             resume = ResumePoint(fresh[-1].rev_id, fresh[-1].timestamp)
             self._delivered(fresh)
         self.complete = True
+
+    def _backfill_content(self) -> None:
+        """A subscriber wants wikitext but the stored history was harvested without it: fetch the
+        stored range again with content and rewrite it (upserts by rev_id; nothing is re-delivered).
+        Runs oldest first, so the newest stored row carries content only once the backfill is done."""
+        if not self._need()[1]:
+            return
+        host, page_id = self.client.host, self.page.page_id
+        newest = next(iter(self.store.history(host, page_id)), None)
+        if newest is None or newest.text_hidden or self.store.content(host, newest.rev_id) is not None:
+            return
+        logger.info("source.content_backfill", extra={"title": self.title, "until_rev_id": newest.rev_id})
+        last = (newest.timestamp, newest.rev_id)
+        batches = self.client.revision_batches(self.page, content=True, cancel=self._stop, on_retry=self._on_retry)
+        for batch in prefetched(batches, self._stop):
+            old = [r for r in batch if (r.timestamp, r.rev_id) <= last]
+            if old:
+                if self._stop.is_set():
+                    raise Cancelled("stopped before writing")
+                self.store.write(old)
+            if len(old) < len(batch):
+                return
 
     def _delivered(self, fresh: list[Revision]) -> None:
         ids = [r.rev_id for r in fresh]

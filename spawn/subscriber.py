@@ -5,7 +5,8 @@ subscriber is delivered the page's stored revisions in that order, up to its quo
 that joins a source with revisions already stored is credited with them at once (up to its
 quota), so its count does not depend on who joined first, on restarts, or on the node it runs on:
 delivered = min(quota, revisions of the page stored). The source never stores a revision that no
-attached subscriber still wants.
+attached subscriber still wants. A subscriber asking for content on a history stored without it
+makes the source fetch that range again with wikitext (rewritten, not delivered twice).
 """
 import threading
 

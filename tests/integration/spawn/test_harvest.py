@@ -141,3 +141,19 @@ def test_caught_up_page_is_revisited_with_prop_info_only(spawn_config, store, me
     finally:
         registry.clear()
         wikis.stop()
+
+
+def test_content_subscriber_after_a_metadata_harvest_gets_the_wikitext_backfilled(harness, store, mediawiki):
+    registry, metrics = harness
+    title = "Spider silk"
+    n = len(mediawiki.expected.page(title).revisions)
+    registry.upsert(spec(mediawiki.api_url, "meta", title))
+    src = registry.source(spec(mediawiki.api_url, "meta", title).source_uuid)
+    wait_for(lambda: src.complete, 60, "the metadata harvest")
+    wiki = wiki_key(mediawiki.api_url)
+    stored = list(store.history(wiki, src.page.page_id))
+    assert store.content(wiki, stored[0].rev_id) is None
+    registry.upsert(spec(mediawiki.api_url, "text", title, content=True))
+    wait_for(lambda: store.content(wiki, stored[0].rev_id) is not None, 60, "the content backfill")
+    assert all(store.content(wiki, r.rev_id) for r in stored[::50])
+    assert src.written == n and status(registry, "text").revisions == n

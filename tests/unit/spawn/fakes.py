@@ -1,5 +1,6 @@
 """Test doubles for spawn unit tests: a clock, an in-memory RevisionStore, a scripted wiki."""
 import threading
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
 from shared.revisions.model import ResumePoint, Revision
@@ -34,8 +35,8 @@ class MemoryStore:
     def write(self, revisions):
         with self._lock:
             self.writes += 1
-            for r in revisions:
-                self.rows.setdefault((r.wiki, r.rev_id), r)
+            for r in revisions:           # an upsert by natural key, like the real stores
+                self.rows[(r.wiki, r.rev_id)] = r
 
     def _page(self, wiki, page_id):
         return sorted((r for r in self.rows.values() if r.wiki == wiki and r.page_id == page_id),
@@ -49,6 +50,10 @@ class MemoryStore:
 
     def history(self, wiki, page_id, *, since=None, until=None):
         return iter([r for r in self._page(wiki, page_id) if until is None or r.timestamp <= until])
+
+    def content(self, wiki, rev_id):
+        row = self.rows.get((wiki, rev_id))
+        return None if row is None else row.content
 
     def revisions(self, wiki=None):
         return [r for r in self.rows.values() if wiki is None or r.wiki == wiki]
@@ -83,7 +88,8 @@ class FakeWiki:
 
     def revision_batches(self, page, *, start=None, content=False, **kw):
         self.calls.append(("revisions", start, content))
-        revs = [r for r in self.history if start is None or r.timestamp >= start]
+        revs = [replace(r, content=f"text of {r.rev_id}") if content else r
+                for r in self.history if start is None or r.timestamp >= start]
         for i in range(0, max(len(revs), 1), self.batch):
             yield revs[i:i + self.batch]
 

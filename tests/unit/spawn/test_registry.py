@@ -116,6 +116,21 @@ def test_content_flag_change_is_applied_to_the_next_batches_in_place():
     assert h.wiki.calls[-1][2] is True and len(h.made) == 1
 
 
+def test_content_subscriber_joining_a_metadata_history_gets_it_backfilled_without_redelivery():
+    h = Harness(revisions=50, batch=20)
+    h.registry.upsert(spec("a"))
+    h.run()
+    assert h.store.content("wiki.test", 149) is None
+    h.registry.upsert(spec("b", content=True))
+    h.run()
+    assert all(r.content == f"text of {r.rev_id}" for r in h.store.rows.values())
+    assert h.status("a").revisions == h.status("b").revisions == 50
+    assert h.made[0].written == 50                          # the backfill rewrote, it delivered nothing
+    calls = len(h.wiki.calls)
+    h.run()                                                 # done once: the newest row carries content
+    assert [c for c in h.wiki.calls[calls:] if c[0] == "revisions" and c[1] is None] == []
+
+
 def test_quota_caps_what_the_source_writes():
     h = Harness(revisions=50, batch=20)
     h.registry.upsert(spec("a", quota=25))
