@@ -40,7 +40,7 @@ def build_node(config: SpawnConfig, *, store: RevisionStore, metrics: SpawnMetri
     hub = HubClient(make_session(config.user_agent, pool_size=2), config.hub_url, config.node_secret,
                     timeout=(5.0, 10.0))
     return Node(registry, hub, advertise_url=config.advertise_url, detach_after_s=config.detach_after_s,
-                metrics=metrics, on_detach=None)
+                metrics=metrics)
 
 
 _lock = threading.Lock()

@@ -23,7 +23,7 @@ logger = logging.getLogger(__name__)
 class Node:
     def __init__(self, registry: Registry, hub: HubClient, *, advertise_url: str, detach_after_s: float,
                  metrics: SpawnMetrics | None = None, backoff: Backoff | None = None, clock=time.monotonic,
-                 wait=None, on_detach=None):
+                 wait=None):
         self.registry = registry
         self.hub = hub
         self.advertise_url = advertise_url.rstrip("/")
@@ -34,7 +34,6 @@ class Node:
         self.attached = False
         self.poll_interval_s: float | None = None
         self.watchdog = DetachWatchdog(detach_after_s, self.detach, clock=clock)
-        self._extra_on_detach = on_detach
         self._stop = threading.Event()
         self._wait = wait or self._stop.wait       # backoff waits end early on shutdown
         self._need_register = threading.Event()
@@ -90,8 +89,6 @@ class Node:
         self.metrics.attached.set(0)
         self.metrics.detaches.inc()
         self.boot_id = uuid.uuid4().hex
-        if self._extra_on_detach is not None:
-            self._extra_on_detach()
         self._need_register.set()
 
     def register_once(self) -> RegistrationAck:
