@@ -17,6 +17,8 @@ class SpawnMetrics:
         self.sources = Gauge("bw_spawn_sources", "Running data sources", registry=r)
         self.subscribers = Gauge("bw_spawn_subscribers", "Subscribers held", registry=r)
         self.attached = Gauge("bw_spawn_attached", "1 while attached to the hub", registry=r)
+        # the autoscaling figure: published to CloudWatch as BlackWidow/bw_spawn_load (ops/aws)
+        self.load = Gauge("bw_spawn_load", "Subscribers plus data sources held", registry=r)
 
     def request_counter(self, host: str):
         return lambda outcome: self.api_requests.labels(host=host, outcome=outcome).inc()

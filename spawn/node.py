@@ -20,6 +20,11 @@ from spawn.watchdog import DetachWatchdog
 logger = logging.getLogger(__name__)
 
 
+def load_figure(counts: dict) -> int:
+    """What autoscaling tracks: subscribers (status work) plus sources (fetch and write work)."""
+    return counts["subscribers"] + counts["sources"]
+
+
 class Node:
     def __init__(self, registry: Registry, hub: HubClient, *, advertise_url: str, detach_after_s: float,
                  metrics: SpawnMetrics | None = None, backoff: Backoff | None = None, clock=time.monotonic,
@@ -70,6 +75,7 @@ class Node:
         counts = self.registry.counts()
         self.metrics.subscribers.set(counts["subscribers"])
         self.metrics.sources.set(counts["sources"])
+        self.metrics.load.set(load_figure(counts))
         return StatusReport(node_id=self.node_id, boot_id=self.boot_id, attached=self.attached,
                             subscriptions=subs, sources=counts["sources"])
 
@@ -77,7 +83,7 @@ class Node:
         counts = self.registry.counts()
         return {"status": "ok", "node_id": self.node_id, "attached": self.attached,
                 "state": "attached" if self.attached else "detached", **counts,
-                "load": counts["subscribers"]}
+                "load": load_figure(counts)}
 
     # -- detach and registration -------------------------------------------------------------
     def detach(self) -> None:

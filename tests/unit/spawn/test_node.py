@@ -87,3 +87,5 @@ def test_status_report_and_health_carry_the_load_figures():
     assert report.attached and report.sources == 1 and {s.id for s in report.subscriptions} == {"a", "b"}
     health = node.health()
     assert health["attached"] and health["subscribers"] == 2 and health["sources"] == 1
+    assert health["load"] == 3
+    assert node.metrics.load._value.get() == 3
