@@ -88,4 +88,4 @@ def test_status_report_and_health_carry_the_load_figures():
     health = node.health()
     assert health["attached"] and health["subscribers"] == 2 and health["sources"] == 1
     assert health["load"] == 3
-    assert node.metrics.load._value.get() == 3
+    assert node.metrics.registry.get_sample_value("bw_spawn_load") == 3
