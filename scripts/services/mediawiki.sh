@@ -2,13 +2,15 @@
 # MediaWiki 1.39 from Debian packages (SQLite), seeded from tools/wikigen, served by `php -S` on 127.0.0.1:8780.
 # up: install packages if missing; build and seed the wiki once per generator version+seed; start the server.
 # A second `up` only (re)starts the server. down: stop the server's process group. status: 0 iff answering.
+# BW_MW_DIR and BW_MW_GENERATOR (a module with wikigen's command line) build another wiki elsewhere (benchmarks).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
 PORT=${BW_MW_PORT:-8780}
 SEED=${BW_MW_SEED:-1}
 PY=${PYTHON:-python3}
-DIR=$ROOT/.run/mediawiki
+DIR=${BW_MW_DIR:-$ROOT/.run/mediawiki}
+GEN=${BW_MW_GENERATOR:-tools.wikigen}
 WIKI=$DIR/wiki          # LocalSettings.php + data/ (SQLite); rebuilt from scratch when the stamp differs
 SEEDDIR=$DIR/seed       # dump.xml, users.txt, expected.json.gz (read by the tests)
 STAMP=$WIKI/seeded
@@ -75,13 +77,13 @@ stop_server() {
   rm -f "$PIDFILE"
 }
 
-want_stamp() { echo "wikigen=$("$PY" -m tools.wikigen --version) seed=$SEED port=$PORT"; }
+want_stamp() { echo "wikigen=$("$PY" -m "$GEN" --version) seed=$SEED port=$PORT"; }
 
 build_wiki() {
   local t0 t1 n_users created revs code
   log "building the wiki in $WIKI ($(want_stamp))"
   t0=$(now)
-  "$PY" -m tools.wikigen --out "$SEEDDIR" --seed "$SEED" | sed 's/^/mediawiki: /'
+  "$PY" -m "$GEN" --out "$SEEDDIR" --seed "$SEED" | sed 's/^/mediawiki: /'
   log "generated in $(since "$t0") s"
 
   # install.php refuses an existing LocalSettings.php or SQLite tables: always a fresh directory

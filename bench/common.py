@@ -1,0 +1,80 @@
+"""What the benchmark scripts share: the local services' addresses, markdown tables and goal verdicts,
+throwaway PostgreSQL databases and Cassandra keyspaces. No measurement logic here."""
+import contextlib
+import time
+import uuid
+from pathlib import Path
+from typing import Iterator, Sequence
+
+ROOT = Path(__file__).resolve().parents[1]
+LOCAL_WIKI = "http://127.0.0.1:8780/api.php"
+SEED_EXPECTED = ROOT / ".run/mediawiki/seed/expected.json.gz"
+PG_ADMIN_URL = "postgresql+psycopg2://blackwidow:blackwidow@127.0.0.1:55432/blackwidow"
+CASSANDRA_HOSTS = ("127.0.0.1",)
+USER_AGENT = "BlackWidow-bench/0.1 (https://github.com/blackwidow-harvester; ops@example.org) python-requests"
+SECRET = "bench-node-secret"
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence], right: Sequence[int] = ()) -> str:
+    """A markdown table; columns whose index is in `right` are right-aligned (numbers)."""
+    lines = ["| " + " | ".join(headers) + " |",
+             "|" + "|".join("---:" if i in right else "---" for i in range(len(headers))) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def verdict(met: bool) -> str:
+    return "**met**" if met else "**missed**"
+
+
+def heading(number: int, title: str) -> str:
+    return f"## {number}. {title}\n"
+
+
+@contextlib.contextmanager
+def timer() -> Iterator[list[float]]:
+    """`with timer() as t: ...` then t[0] holds the elapsed seconds."""
+    out = [0.0]
+    start = time.perf_counter()
+    try:
+        yield out
+    finally:
+        out[0] = time.perf_counter() - start
+
+
+def seeded_articles():
+    """The local wiki's pages with a history (redirects excluded), from the seed's expectations."""
+    from tools.wikigen import load_expected
+    return [p for p in load_expected(SEED_EXPECTED).pages if not p.is_redirect]
+
+
+@contextlib.contextmanager
+def pg_database(prefix: str) -> Iterator[str]:
+    """URL of a fresh PostgreSQL database, dropped afterwards."""
+    import sqlalchemy as sa
+    name = f"{prefix}_{uuid.uuid4().hex[:8]}"
+    admin = sa.create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield PG_ADMIN_URL.rsplit("/", 1)[0] + "/" + name
+    finally:
+        with admin.connect() as conn:
+            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@contextlib.contextmanager
+def cassandra_keyspace(prefix: str) -> Iterator[tuple[object, str]]:
+    """(session, keyspace): a fresh keyspace with the revision schema, dropped afterwards."""
+    from shared.revisions.cassandra_store import cluster_for
+    from shared.revisions.cql_schema import apply_schema
+    cluster = cluster_for(list(CASSANDRA_HOSTS), schema_event_refresh_window=0)
+    session = cluster.connect()
+    keyspace = f"{prefix}_{uuid.uuid4().hex[:8]}"
+    apply_schema(session, keyspace, 1)
+    try:
+        yield session, keyspace
+    finally:
+        session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=60)
+        cluster.shutdown()
