@@ -1,13 +1,6 @@
 """Fixtures and helpers for the hub coordination tests: a migrated PostgreSQL schema of their own,
 spawn doubles on free ports, and rows made through the store."""
-import json
-import os
-import signal
-import socket
-import subprocess
-import time
 import uuid
-from pathlib import Path
 
 import pytest
 import requests
@@ -21,10 +14,10 @@ from blackwidow.store import register_node
 from shared.config import HubConfig
 from shared.hashing import source_uuid
 from tests.integration.spawn_double import SpawnDouble
+from tests.support.processes import LoggedProcess, free_port, wait_for  # noqa: F401 - re-exported for the tests
 
 SECRET = "node-secret-for-tests"
 WIKI = "https://en.wikipedia.org/w/api.php"
-ROOT = Path(__file__).resolve().parents[2]
 TABLES = "assignments, reloads, scheduler_lease, subscriptions, tenants, nodes"
 
 
@@ -126,53 +119,3 @@ def subscriptions(maker) -> dict[str, Subscription]:
 def held(doubles: list[SpawnDouble]) -> dict[str, str]:
     """{subscription_id: node_id} of what the doubles run now."""
     return {sub_id: d.node_id for d in doubles for sub_id in d.subs}
-
-
-class LoggedProcess:
-    """A child process in its own process group, its output (JSON log lines) in a file."""
-
-    def __init__(self, cmd: list[str], env: dict, log: Path):
-        self.log = log
-        self._out = open(log, "wb")
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, **env}, stdout=self._out,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
-
-    def events(self) -> list[str]:
-        out = []
-        for line in self.log.read_text(errors="replace").splitlines():
-            try:
-                out.append(json.loads(line)["event"])
-            except (ValueError, KeyError, TypeError):
-                pass
-        return out
-
-    def stop(self, sig=signal.SIGTERM, timeout: float = 15) -> int | None:
-        """Signal the whole group (gunicorn master and workers) and wait."""
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, sig)
-            except ProcessLookupError:
-                pass
-        try:
-            code = self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            code = self.proc.wait(timeout)
-        self._out.close()
-        return code
-
-
-def wait_for(predicate, timeout: float, step: float = 0.05):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(step)
-    raise AssertionError(f"not true within {timeout} s")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]

@@ -8,10 +8,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-import requests
 
 from blackwidow import router
 from tests.integration.coordination_support import SECRET, LoggedProcess, free_port, new_schema_url, wait_for
+from tests.support.hub import HubProcesses
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 BIN = Path(sys.executable).parent
@@ -22,61 +22,13 @@ ACTIVE = ("assigned", "running", "waiting")
 RESTARTS = ("subscriber.added", "subscriber.updated", "source.started", "source.stopped")
 
 
-class Hub:
-    def __init__(self, db_url: str, run_dir: Path):
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.env = {"BW_DATABASE_URL": db_url, "BW_NODE_SECRET": SECRET, "BW_ADMIN_TOKEN": ADMIN_TOKEN,
-                    "BW_POLL_INTERVAL_S": str(INTERVAL_S), "BW_NODE_FAILURES": str(FAILURES),
-                    "BW_WIKI_ALLOWLIST": "127.0.0.1:8780", "BW_WORKERS": "1", "BW_LOG_JSON": "true",
-                    "BW_DATA_DIR": str(run_dir)}
-        self.run_dir = run_dir
-        self.api = self.scheduler = None
-        self.http = requests.Session()
-        self.http.headers["Authorization"] = f"Bearer {ADMIN_TOKEN}"
-
-    def start(self, tag: str) -> None:
-        self.api = LoggedProcess([str(BIN / "blackwidow"), "serve", "--bind", f"127.0.0.1:{self.port}"], self.env,
-                                 self.run_dir / f"api-{tag}.log")
-        wait_for(self._healthy, 60, 0.2)
-        self.scheduler = LoggedProcess([str(BIN / "blackwidow"), "scheduler"], self.env,
-                                       self.run_dir / f"scheduler-{tag}.log")
-
-    def stop(self) -> None:
-        for proc in (self.scheduler, self.api):
-            if proc is not None:
-                proc.stop()
-
-    def _healthy(self) -> bool:
-        try:
-            return self.http.get(f"{self.url}/health", timeout=2).status_code == 200
-        except requests.RequestException:
-            return False
-
-    def get(self, path: str, **params) -> dict:
-        resp = self.http.get(f"{self.url}{path}", params=params, timeout=10)
-        resp.raise_for_status()
-        return resp.json()
-
-    def post(self, path: str, body: dict) -> dict:
-        resp = self.http.post(f"{self.url}{path}", json=body, timeout=30)
-        assert resp.status_code in (200, 201), resp.text
-        return resp.json()
-
-    def live_nodes(self) -> list[str]:
-        return [n["id"] for n in self.get("/v1/nodes")["items"] if n["state"] == "live"]
-
-    def subscriptions(self) -> list[dict]:
-        items, cursor = [], None
-        while True:
-            page = self.get("/v1/subscriptions", limit=1000, **({"cursor": cursor} if cursor else {}))
-            items += page["items"]
-            cursor = page.get("next_cursor")
-            if not cursor:
-                return items
+def make_hub(db_url: str, run_dir: Path) -> HubProcesses:
+    return HubProcesses({"BW_DATABASE_URL": db_url, "BW_NODE_SECRET": SECRET, "BW_POLL_INTERVAL_S": str(INTERVAL_S),
+                         "BW_NODE_FAILURES": str(FAILURES), "BW_WIKI_ALLOWLIST": "127.0.0.1:8780",
+                         "BW_WORKERS": "1", "BW_LOG_JSON": "true"}, run_dir, admin_token=ADMIN_TOKEN)
 
 
-def spawn(hub: Hub, run_dir: Path, index: int) -> LoggedProcess:
+def spawn(hub: HubProcesses, run_dir: Path, index: int) -> LoggedProcess:
     port = free_port()
     data = run_dir / f"spawn-{index}"
     data.mkdir()
@@ -85,14 +37,14 @@ def spawn(hub: Hub, run_dir: Path, index: int) -> LoggedProcess:
                           "BW_CASSANDRA_HOSTS": ""}, run_dir / f"spawn-{index}.log")
 
 
-def placed_as_routed(hub: Hub, nodes: list[str]) -> bool:
+def placed_as_routed(hub: HubProcesses, nodes: list[str]) -> bool:
     subs = hub.subscriptions()
     want = router.assign({s["id"]: s["source_uuid"] for s in subs}, nodes)
     return all(s["node"] == want[s["id"]] and s["state"] in ACTIVE for s in subs)
 
 
 def test_hub_with_real_spawns(postgres_url, mediawiki, tmp_path):
-    hub = Hub(new_schema_url(postgres_url, "e2e"), tmp_path)
+    hub = make_hub(new_schema_url(postgres_url, "e2e"), tmp_path)
     spawns = []
     try:
         hub.start("first")

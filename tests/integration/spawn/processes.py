@@ -1,27 +1,12 @@
-"""Real processes and endpoints for spawn integration tests: a `spawn serve` under gunicorn, and a
-minimal hub registration endpoint (until tests run against the real hub)."""
+"""Endpoints for spawn integration tests: a minimal hub registration endpoint (until tests run against the
+real hub). The `spawn serve` process itself is tests.support.processes.SpawnProcess."""
 import json
-import os
-import signal
-import socket
-import subprocess
-import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
-
-import requests
 
 from shared.hashing import node_id_for
-
-ROOT = Path(__file__).resolve().parents[3]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.support.processes import SpawnProcess, free_port  # noqa: F401 - re-exported for the tests
 
 
 class StubHub:
@@ -64,62 +49,3 @@ class StubHub:
     def close(self):
         self.server.shutdown()
         self.server.server_close()
-
-
-class SpawnProcess:
-    """`spawn serve` in its own process group, so kill -9 takes the gunicorn master and worker alike."""
-
-    def __init__(self, hub_url: str, env: dict, log_path: Path):
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.secret = env["BW_NODE_SECRET"]
-        self.log = open(log_path, "ab")
-        full_env = {**os.environ, **env, "BW_LOG_JSON": "1", "PYTHONPATH": str(ROOT)}
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "spawn.cli", "serve", "--hub", hub_url, "--bind", f"127.0.0.1:{self.port}"],
-            cwd=ROOT, env=full_env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
-        self.http = requests.Session()
-        self.http.headers["Authorization"] = f"Bearer {self.secret}"
-
-    def wait_ready(self, timeout_s=30.0):
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise AssertionError(f"spawn exited with {self.proc.returncode}")
-            try:
-                if requests.get(f"{self.url}/health", timeout=1).status_code == 200:
-                    return self
-            except requests.RequestException:
-                pass
-            time.sleep(0.1)
-        raise AssertionError("spawn did not answer /health in time")
-
-    def health(self) -> dict:
-        return requests.get(f"{self.url}/health", timeout=5).json()
-
-    def status(self) -> dict:
-        return self.http.get(f"{self.url}/v1/status", timeout=5).json()
-
-    def put(self, spec) -> dict:
-        resp = self.http.put(f"{self.url}/v1/subscriptions/{spec.id}", json=spec.to_dict(), timeout=5)
-        resp.raise_for_status()
-        return resp.json()
-
-    def metric(self, name: str) -> float:
-        text = requests.get(f"{self.url}/metrics", timeout=5).text
-        return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-                   if line.startswith(name) and not line.startswith("#"))
-
-    def kill9(self):
-        os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(10)
-
-    def stop(self):
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(5)
-        self.log.close()

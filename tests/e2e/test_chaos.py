@@ -1,0 +1,116 @@
+"""Chaos: while two tenants' articles are harvested (hub API, scheduler and 3 spawns as separate processes on
+PostgreSQL, Cassandra and the local MediaWiki), kill -9 a random spawn 5 times and the whole hub twice,
+restarting each. Afterwards every revision of every article is in Cassandra exactly once and equal to the
+generator's history, no quota was ever exceeded, and every subscription is running or limit_reached.
+
+BW_E2E_SEED=<n> replays one schedule of kills (the seed is printed)."""
+import os
+import random
+import threading
+import time
+
+import pytest
+import requests
+
+from tests.e2e.harvest_check import articles, harvest_problems, stored_total, targets
+from tests.support.processes import wait_for
+from tools.wikigen import BIG_TITLE
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+SPAWN_KILLS, HUB_KILLS = 5, 2
+# Per-subscription quotas of the second tenant, each far below its article's history.
+CAPPED = {BIG_TITLE: 900, "Orb-weaver spider": 300, "Spider silk": 120, "Tarantula": 45}
+
+
+class QuotaWatch:
+    """Samples the hub's view several times a second and keeps every quota overshoot it ever sees."""
+
+    def __init__(self, hub):
+        self.hub = hub
+        self.violations: list[str] = []
+        self.samples = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join(10)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.25):
+            try:
+                subs = self.hub.subscriptions()
+                tenants = self.hub.get("/v1/tenants")["items"]
+            except requests.RequestException:
+                continue            # the hub is down: it is being killed on purpose
+            self.samples += 1
+            self.violations += [f"subscription {s['title']!r}: {s['revisions']} > quota {s['quota']}"
+                                for s in subs if s["quota"] is not None and s["revisions"] > s["quota"]]
+            self.violations += [f"tenant {t['name']}: {t['used']} > quota {t['quota']}"
+                                for t in tenants if t["quota"] is not None and t["used"] > t["quota"]]
+
+
+def test_kill_spawns_and_hub_while_harvesting_loses_nothing(make_cluster, mediawiki, cassandra_session, keyspace,
+                                                            record_timing):
+    seed = int(os.environ.get("BW_E2E_SEED") or random.randrange(1 << 30))
+    rng = random.Random(seed)
+    print(f"\nchaos seed {seed} (BW_E2E_SEED={seed} replays it)")
+    # a polite host delay keeps the harvest going for a minute, long enough for every kill to land mid-harvest
+    cluster = make_cluster(spawn_env={"BW_HOST_DELAY_S": "0.5"}).start(spawns=3)
+    hub, api = cluster.hub, mediawiki.api_url
+    titles = articles(mediawiki)
+    pages = targets(mediawiki, titles)
+    total = sum(len(mediawiki.expected.page(t).revisions) for t in titles)
+
+    full = cluster.tenant("chaos-full")
+    capped = cluster.tenant("chaos-capped")
+    cluster.subscribe(full["id"], api, [{"title": t} for t in titles], content=True)
+    cluster.subscribe(capped["id"], api, [{"title": t, "quota": q} for t, q in CAPPED.items()], content=True)
+
+    def done() -> bool:
+        subs = hub.subscriptions()
+        return len(subs) == len(titles) + len(CAPPED) and all(
+            (s["state"], s["revisions"]) == ("limit_reached", s["quota"]) if s["tenant_id"] == capped["id"]
+            else (s["state"], s["last_rev_id"]) == ("running", pages[s["title"]][1]) for s in subs)
+
+    started = time.monotonic()
+    with QuotaWatch(hub) as watch:
+        wait_for(lambda: stored_total(cassandra_session, keyspace, api, pages) > 0, 60, 0.2, "the first revisions")
+        events = ["spawn"] * SPAWN_KILLS + ["hub"] * HUB_KILLS
+        rng.shuffle(events)
+        landed = []
+        for n, event in enumerate(events, 1):
+            time.sleep(rng.uniform(1.0, 3.0))
+            stored = stored_total(cassandra_session, keyspace, api, pages)
+            down = rng.uniform(0.0, 3.0)
+            if event == "spawn":
+                victim = rng.choice(cluster.spawns)
+                victim.kill9()
+                time.sleep(down)
+                victim.start()
+                what = f"spawn {victim.index}"
+            else:
+                hub.kill9()
+                time.sleep(down)
+                hub.start(str(n + 1))
+                what = "hub API and scheduler"
+            landed.append(stored)
+            print(f"kill -9 #{n}: {what} at {stored}/{total} stored, down {down:.1f} s before restarting")
+        assert all(stored < total for stored in landed), "the harvest ended before the chaos did"
+
+        wait_for(done, 360, 0.5, "the harvest to complete after the chaos")
+        elapsed = time.monotonic() - started
+    record_timing("chaos: harvest with 7 kills", elapsed, f"{total} revisions, seed {seed}")
+
+    assert watch.samples > 20 and not watch.violations, watch.violations[:10]
+    subs = hub.subscriptions()
+    assert {s["state"] for s in subs} <= {"running", "limit_reached"}
+    assert sorted(s["revisions"] for s in subs if s["tenant_id"] == capped["id"]) == sorted(CAPPED.values())
+    assert sorted(n["state"] for n in hub.nodes()) == ["live"] * 3
+    problems = harvest_problems(cassandra_session, keyspace, api, mediawiki, pages)
+    assert not problems, problems
