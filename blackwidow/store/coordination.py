@@ -16,6 +16,8 @@ from shared.wire import SubscriptionSpec
 
 _UPSERTS = {"postgresql": postgresql.insert, "sqlite": sqlite.insert}
 
+_BULK_ROWS = 5000        # rows per bulk UPDATE statement on PostgreSQL
+
 LIVE = "live"
 DEAD = "dead"
 
@@ -81,9 +83,8 @@ def load_snapshot(session: Session) -> Snapshot:
 def record_node_polls(session: Session, at: datetime, ok: Mapping[str, str],
                       failed: Mapping[str, int], dead: Iterable[str]) -> None:
     """ok: {node_id: boot_id} of answered polls; failed: {node_id: consecutive failures}; dead: removed nodes."""
-    for node_id, boot_id in ok.items():
-        session.execute(sa.update(Node).where(Node.id == node_id, Node.state == LIVE)
-                        .values(last_seen=at, consecutive_failures=0, boot_id=boot_id))
+    _update_rows(session, Node.__table__, ("id",), ("boot_id",), [(nid, boot) for nid, boot in ok.items()],
+                 where=(Node.__table__.c.state == LIVE,), constants={"last_seen": at, "consecutive_failures": 0})
     dead = set(dead)
     for node_id, count in failed.items():
         values = {"consecutive_failures": count}
@@ -109,20 +110,42 @@ def lock_existing_subscriptions(session: Session, ids: Iterable[str]) -> set[str
 def update_subscriptions(session: Session, changes: Mapping[str, dict],
                          seen: Mapping[str, SubscriptionView]) -> None:
     """Write {sub_id: {column: value}}; a row the admin API changed since `seen` (enabled or state)
-    is skipped, the next tick reconciles it. Rows with the same changed columns go in one executemany."""
-    table = Subscription.__table__
-    groups: dict[tuple[str, ...], list[dict]] = {}
+    is skipped, the next tick reconciles it. Rows with the same changed columns are written together."""
+    groups: dict[tuple[str, ...], list[tuple]] = {}
     for sub_id, values in changes.items():
         before = seen[sub_id]
-        params = {"b_id": sub_id, "b_enabled": before.enabled, "b_state": before.state}
-        params.update({f"v_{k}": v for k, v in values.items()})
-        groups.setdefault(tuple(sorted(values)), []).append(params)
+        columns = tuple(sorted(values))
+        groups.setdefault(columns, []).append((sub_id, before.enabled, before.state, *(values[c] for c in columns)))
     for columns, rows in groups.items():
-        stmt = (sa.update(table)
-                .where(table.c.id == sa.bindparam("b_id"), table.c.enabled == sa.bindparam("b_enabled"),
-                       table.c.state == sa.bindparam("b_state"))
-                .values({c: sa.bindparam(f"v_{c}") for c in columns}))
-        session.execute(stmt, rows)
+        _update_rows(session, Subscription.__table__, ("id", "enabled", "state"), columns, rows)
+
+
+def _update_rows(session: Session, table: sa.Table, match: tuple[str, ...], columns: tuple[str, ...],
+                 rows: list[tuple], *, where: tuple = (), constants: Mapping[str, object] | None = None) -> None:
+    """For each row (match values..., new values...): UPDATE table SET columns (and `constants`) WHERE
+    every `match` column equals the row's value (and `where` holds). On PostgreSQL one statement per
+    chunk joins the rows as arrays (unnest): a statement per row costs a round trip each and, after a
+    mass change of states with stale statistics, may be planned on the state index (ms per row)."""
+    if not rows:
+        return
+    constants = dict(constants or {})
+    if session.get_bind().dialect.name == "postgresql":
+        names = [f"m_{c}" for c in match] + [f"v_{c}" for c in columns]
+        types = [table.c[c].type for c in (*match, *columns)]
+        for start in range(0, len(rows), _BULK_ROWS):
+            arrays = zip(*rows[start:start + _BULK_ROWS])
+            v = (sa.func.unnest(*(sa.bindparam(n, list(a), type_=postgresql.ARRAY(t))
+                                  for n, t, a in zip(names, types, arrays)))
+                 .table_valued(*names).render_derived(name="v"))
+            session.execute(sa.update(table)
+                            .where(*(table.c[c] == v.c[f"m_{c}"] for c in match), *where)
+                            .values({**{c: v.c[f"v_{c}"] for c in columns}, **constants}))
+        return
+    params = [{**{f"m_{c}": value for c, value in zip(match, row)},
+               **{f"v_{c}": value for c, value in zip(columns, row[len(match):])}} for row in rows]
+    session.execute(sa.update(table)
+                    .where(*(table.c[c] == sa.bindparam(f"m_{c}") for c in match), *where)
+                    .values({**{c: sa.bindparam(f"v_{c}") for c in columns}, **constants}), params)
 
 
 def save_assignments(session: Session, upserts: Mapping[str, AssignmentView], deletes: Iterable[str]) -> None:
