@@ -44,7 +44,11 @@ def read_json(req, max_bytes: int):
     length = req.content_length
     if length is not None and length > max_bytes:
         raise PayloadTooLarge(f"the body is larger than {max_bytes} bytes")
-    data = req.bounded_stream.read(max_bytes + 1)
+    # bounded_stream reads a body without Content-Length as empty; a chunked one ends where the server's
+    # de-chunking stream ends (gunicorn), still read no further than the limit
+    chunked = "chunked" in (req.get_header("Transfer-Encoding") or "").lower()
+    stream = req.stream if length is None and chunked else req.bounded_stream
+    data = stream.read(max_bytes + 1)
     if len(data) > max_bytes:
         raise PayloadTooLarge(f"the body is larger than {max_bytes} bytes")
     if not data.strip():
