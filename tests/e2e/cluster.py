@@ -19,18 +19,20 @@ LOCAL_WIKI = "127.0.0.1:8780"            # the allowlist entry of the local Medi
 class Spawn:
     """One spawn node: a fixed port, so a restart keeps its URL and node id, and its current process."""
 
-    def __init__(self, cluster: "Cluster", index: int, advertise_url: str | None = None):
+    def __init__(self, cluster: "Cluster", index: int, *, port: int | None = None,
+                 advertise_url: str | None = None, hub_url: str | None = None):
         self.cluster = cluster
         self.index = index
-        self.port = free_port()
+        self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.advertise_url = advertise_url
+        self.advertise_url = advertise_url          # another URL the hub reaches it at (a recording proxy)
+        self.hub_url = hub_url or cluster.hub.url
         self.node_id = node_id_for(advertise_url or self.url)
         self.proc: SpawnProcess | None = None
         self.procs: list[SpawnProcess] = []       # every process this node ran, oldest first
 
     def start(self) -> "Spawn":
-        self.proc = SpawnProcess(self.cluster.hub.url, self.cluster.spawn_env,
+        self.proc = SpawnProcess(self.hub_url, self.cluster.spawn_env,
                                  self.cluster.run_dir / f"spawn{self.index}-{len(self.procs) + 1}.log",
                                  port=self.port, advertise_url=self.advertise_url)
         self.procs.append(self.proc)
@@ -80,8 +82,9 @@ class Cluster:
         wait_for(lambda: len(self.hub.live_nodes()) == spawns, 60, 0.2, f"{spawns} live nodes")
         return self
 
-    def add_spawn(self, advertise_url: str | None = None) -> Spawn:
-        spawn = Spawn(self, len(self.spawns) + 1, advertise_url)
+    def add_spawn(self, **options) -> Spawn:
+        """A started spawn; options as for Spawn (port, advertise_url, hub_url)."""
+        spawn = Spawn(self, len(self.spawns) + 1, **options)
         self.spawns.append(spawn)
         return spawn.start()
 

@@ -5,7 +5,7 @@ import pytest
 
 from tests.e2e.cluster import Cluster
 from tests.integration.coordination_support import new_schema_url
-from tests.integration.spawn.conftest import keyspace  # noqa: F401 - a fresh Cassandra keyspace per test
+from tests.integration.spawn.conftest import keyspace  # noqa: F401,F811 - a fresh Cassandra keyspace per test
 
 TIMINGS: list[tuple[str, float, str]] = []
 
@@ -16,12 +16,12 @@ def database_url(postgres_url):
 
 
 @pytest.fixture
-def make_cluster(tmp_path, database_url, keyspace, mediawiki):
+def make_cluster(tmp_path, database_url, keyspace, mediawiki):  # noqa: F811 - the imported fixture
     clusters: list[Cluster] = []
 
     def make(**options) -> Cluster:
-        cluster = Cluster(tmp_path / f"cluster{len(clusters) + 1}", database_url=database_url, keyspace=keyspace,
-                          user_agent=mediawiki.user_agent, **options)
+        cluster = Cluster(tmp_path / f"cluster{len(clusters) + 1}", database_url=database_url,
+                          keyspace=keyspace, user_agent=mediawiki.user_agent, **options)
         clusters.append(cluster)
         return cluster
 

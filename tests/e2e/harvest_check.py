@@ -23,7 +23,8 @@ def stored_total(session, keyspace: str, api_url: str, pages: dict[str, tuple[in
                for state in (store.page(wiki, page_id) for page_id, _ in pages.values()))
 
 
-def harvest_problems(session, keyspace: str, api_url: str, mediawiki, pages: dict[str, tuple[int, int]]) -> list[str]:
+def harvest_problems(session, keyspace: str, api_url: str, mediawiki,
+                     pages: dict[str, tuple[int, int]]) -> list[str]:
     """Empty when every page's stored history equals the expected one; else one line per difference."""
     store = CassandraRevisionStore(session, keyspace)
     wiki = wiki_key(api_url)
@@ -42,12 +43,14 @@ def harvest_problems(session, keyspace: str, api_url: str, mediawiki, pages: dic
         got = [as_expected(r) for r in stored]
         if got != want:
             first = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
-            problems.append(f"{title}: {len(got)} stored, {len(want)} expected; first difference at #{first}: "
-                            f"{got[first] if first < len(got) else None} != {want[first] if first < len(want) else None}")
+            mine, theirs = (rows[first] if first < len(rows) else None for rows in (got, want))
+            problems.append(f"{title}: {len(got)} stored, {len(want)} expected; "
+                            f"first difference at #{first}: {mine} != {theirs}")
         if sorted(by_id.get(page_id, [])) != sorted(ids):
             problems.append(f"{title}: revisions_by_id holds {len(by_id.get(page_id, []))} ids, "
                             f"revisions_by_page {len(ids)}")
         state = store.page(wiki, page_id)
         if state is None or (state.latest_rev_id, state.revisions) != (last_rev_id, len(want)):
-            problems.append(f"{title}: page row {state} should point at {last_rev_id} with {len(want)} revisions")
+            problems.append(f"{title}: page row {state} should point at {last_rev_id} "
+                            f"with {len(want)} revisions")
     return problems

@@ -70,10 +70,11 @@ class Proxy:
     def forward(self, ex: Exchange) -> None:
         headers = {k: v for k, v in ex.request_headers.items() if k.lower() not in HOP_BY_HOP}
         try:
-            resp = self._http.request(ex.method, self.target + ex.path, headers=headers, data=ex.request_body or None,
-                                      timeout=(5, 60), allow_redirects=False)
+            resp = self._http.request(ex.method, self.target + ex.path, headers=headers,
+                                      data=ex.request_body or None, timeout=(5, 60), allow_redirects=False)
         except requests.RequestException as exc:
-            ex.status, ex.response_headers, ex.response_body = 502, {"Content-Type": "text/plain"}, str(exc).encode()
+            ex.status, ex.response_headers = 502, {"Content-Type": "text/plain"}
+            ex.response_body = str(exc).encode()
             return
         ex.status = resp.status_code
         ex.response_headers = {k: v for k, v in resp.headers.items() if k.lower() not in HOP_BY_HOP}
@@ -130,16 +131,17 @@ class FaultyWiki(Proxy):
             ex.status, ex.response_headers, ex.response_body = 503, {"Content-Type": "text/html"}, HTML_503
             return
         if fault == "rate_limited":
-            ex.status, ex.response_headers = 429, {"Content-Type": "text/html", "Retry-After": str(RETRY_AFTER_429_S)}
+            ex.status = 429
+            ex.response_headers = {"Content-Type": "text/html", "Retry-After": str(RETRY_AFTER_429_S)}
             ex.response_body = b"<html><body><h1>Too many requests</h1></body></html>"
             return
         if fault == "maxlag":
             ex.status = 200
             ex.response_headers = {"Content-Type": "application/json; charset=utf-8", "X-Database-Lag": "7",
                                    "Retry-After": str(RETRY_AFTER_MAXLAG_S), "MediaWiki-API-Error": "maxlag"}
-            ex.response_body = json.dumps({"errors": [{"code": "maxlag", "text": "Waiting for db1: 7 seconds lagged.",
-                                                       "data": {"host": "db1", "lag": 7, "type": "db"},
-                                                       "module": "main"}], "servedby": "proxy"}).encode()
+            error = {"code": "maxlag", "text": "Waiting for db1: 7 seconds lagged.",
+                     "data": {"host": "db1", "lag": 7, "type": "db"}, "module": "main"}
+            ex.response_body = json.dumps({"errors": [error], "servedby": "proxy"}).encode()
             return
         self.forward(ex)                      # the real answer, then broken
         if fault == "truncated_json":

@@ -55,8 +55,8 @@ class QuotaWatch:
                                 for t in tenants if t["quota"] is not None and t["used"] > t["quota"]]
 
 
-def test_kill_spawns_and_hub_while_harvesting_loses_nothing(make_cluster, mediawiki, cassandra_session, keyspace,
-                                                            record_timing):
+def test_kill_spawns_and_hub_while_harvesting_loses_nothing(make_cluster, mediawiki, cassandra_session,
+                                                            keyspace, record_timing):
     seed = int(os.environ.get("BW_E2E_SEED") or random.randrange(1 << 30))
     rng = random.Random(seed)
     print(f"\nchaos seed {seed} (BW_E2E_SEED={seed} replays it)")
@@ -80,7 +80,8 @@ def test_kill_spawns_and_hub_while_harvesting_loses_nothing(make_cluster, mediaw
 
     started = time.monotonic()
     with QuotaWatch(hub) as watch:
-        wait_for(lambda: stored_total(cassandra_session, keyspace, api, pages) > 0, 60, 0.2, "the first revisions")
+        wait_for(lambda: stored_total(cassandra_session, keyspace, api, pages) > 0, 60, 0.2,
+                 "the first revisions")
         events = ["spawn"] * SPAWN_KILLS + ["hub"] * HUB_KILLS
         rng.shuffle(events)
         landed = []

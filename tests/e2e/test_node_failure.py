@@ -20,14 +20,16 @@ def running_on(hub, ids: set[str], nodes: set[str], states=("running",)) -> bool
     return len(subs) == len(ids) and all(s["node"] in nodes and s["state"] in states for s in subs)
 
 
-def test_dead_node_hub_restart_and_rejoin(make_cluster, mediawiki, cassandra_session, keyspace, record_timing):
+def test_dead_node_hub_restart_and_rejoin(make_cluster, mediawiki, cassandra_session, keyspace,
+                                          record_timing):
     cluster = make_cluster(spawn_env={"BW_HOST_DELAY_S": "0.2"}).start(spawns=3)
     hub, api = cluster.hub, mediawiki.api_url
     titles = articles(mediawiki)
     pages = targets(mediawiki, titles)
     tenant = cluster.tenant("failures")
     cluster.subscribe(tenant["id"], api, [{"title": t} for t in titles], content=True)
-    wait_for(lambda: {s["state"] for s in hub.subscriptions()} == {"running"}, 60, 0.2, "every subscription running")
+    wait_for(lambda: {s["state"] for s in hub.subscriptions()} == {"running"}, 60, 0.2,
+             "every subscription running")
 
     # -- a node dies: its work runs elsewhere ----------------------------------------------------------
     nodes = hub.nodes()
@@ -40,7 +42,8 @@ def test_dead_node_hub_restart_and_rejoin(make_cluster, mediawiki, cassandra_ses
              "the dead node's subscriptions sent elsewhere")
     record_timing("dead node -> its work sent elsewhere", time.monotonic() - killed,
                   f"{len(moved)} subscriptions; {NODE_FAILURES} failed polls every {INTERVAL_S:g} s")
-    wait_for(lambda: running_on(hub, moved, survivors), 60, 0.05, "the dead node's subscriptions running elsewhere")
+    wait_for(lambda: running_on(hub, moved, survivors), 60, 0.05,
+             "the dead node's subscriptions running elsewhere")
     record_timing("dead node -> its work running elsewhere", time.monotonic() - killed,
                   "each source resolved its page again")
     held = {sub["id"]: sub["state"] for s in cluster.spawns if s is not victim
@@ -54,8 +57,9 @@ def test_dead_node_hub_restart_and_rejoin(make_cluster, mediawiki, cassandra_ses
     hub.kill9()
     down, down_at = time.monotonic(), datetime.now(timezone.utc)
     hub.start("2")
-    wait_for(lambda: polled_since(hub, down_at) and running_on(hub, {s["id"] for s in hub.subscriptions()},
-                                                               survivors), 60, 0.05, "every subscription running")
+    every = {s["id"] for s in hub.subscriptions()}
+    wait_for(lambda: polled_since(hub, down_at) and running_on(hub, every, survivors), 60, 0.05,
+             "every subscription running")
     record_timing("hub killed -> restarted, all running", time.monotonic() - down,
                   "gunicorn and scheduler start included")
     assert {s.index: restarts(s) for s in others} == before

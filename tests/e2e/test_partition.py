@@ -27,18 +27,19 @@ def polled_since(hub, since: datetime, times: int = 1) -> bool:
     """Every live node's last successful poll is later than `since` plus `times - 1` poll intervals."""
     nodes = [n for n in hub.nodes() if n["state"] == "live"]
     cutoff = since.timestamp() + (times - 1) * INTERVAL_S
-    return bool(nodes) and all(n["last_seen"] and datetime.fromisoformat(n["last_seen"].replace("Z", "+00:00"))
-                               .timestamp() > cutoff for n in nodes)
+    seen = [n["last_seen"] and datetime.fromisoformat(n["last_seen"].replace("Z", "+00:00")) for n in nodes]
+    return bool(nodes) and all(at and at.timestamp() > cutoff for at in seen)
 
 
 def running_on_spawns(cluster) -> set[str]:
     """Ids of the subscriptions the spawns themselves report running (GET /v1/status counts as hub contact:
     only for use while the hub is up)."""
-    return {sub["id"] for s in cluster.spawns for sub in s.proc.status()["subscriptions"] if sub["state"] == "running"}
+    return {sub["id"] for s in cluster.spawns for sub in s.proc.status()["subscriptions"]
+            if sub["state"] == "running"}
 
 
-def test_hub_frozen_shorter_then_longer_than_the_detach_time(make_cluster, mediawiki, cassandra_session, keyspace,
-                                                              record_timing):
+def test_hub_frozen_shorter_then_longer_than_the_detach_time(make_cluster, mediawiki, cassandra_session,
+                                                             keyspace, record_timing):
     cluster = make_cluster(spawn_env={"BW_HOST_DELAY_S": "0.3"}).start(spawns=3)
     hub, api, spawns = cluster.hub, mediawiki.api_url, cluster.spawns
     titles = articles(mediawiki)
@@ -46,8 +47,10 @@ def test_hub_frozen_shorter_then_longer_than_the_detach_time(make_cluster, media
     total = sum(len(mediawiki.expected.page(t).revisions) for t in titles)
     tenant = cluster.tenant("partition")
     cluster.subscribe(tenant["id"], api, [{"title": t} for t in titles], content=True)
-    wait_for(lambda: {s["state"] for s in hub.subscriptions()} == {"running"}, 60, 0.2, "every subscription running")
-    wait_for(lambda: stored_total(cassandra_session, keyspace, api, pages) > 0, 60, 0.2, "the first revisions")
+    wait_for(lambda: {s["state"] for s in hub.subscriptions()} == {"running"}, 60, 0.2,
+             "every subscription running")
+    wait_for(lambda: stored_total(cassandra_session, keyspace, api, pages) > 0, 60, 0.2,
+             "the first revisions")
 
     # -- shorter than the detach time: nothing restarts -------------------------------------------
     boots = {s.index: s.proc.status()["boot_id"] for s in spawns}
@@ -93,7 +96,8 @@ def test_hub_frozen_shorter_then_longer_than_the_detach_time(make_cluster, media
              60, 0.1, "every spawn registered again")
     ids = {s["id"] for s in hub.subscriptions()}
     wait_for(lambda: running_on_spawns(cluster) == ids and polled_since(hub, thawed)
-             and {s["state"] for s in hub.subscriptions()} == {"running"}, 60, 0.1, "every subscription running again")
+             and {s["state"] for s in hub.subscriptions()} == {"running"}, 60, 0.1,
+             "every subscription running again")
     record_timing("hub thawed -> all running again", time.monotonic() - thawed_at, "after a detach")
     assert all(s.proc.metric("bw_spawn_detaches_total") == 1 for s in spawns)
 

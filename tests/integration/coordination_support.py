@@ -14,7 +14,7 @@ from blackwidow.store import register_node
 from shared.config import HubConfig
 from shared.hashing import source_uuid
 from tests.integration.spawn_double import SpawnDouble
-from tests.support.processes import LoggedProcess, free_port, wait_for  # noqa: F401 - re-exported for the tests
+from tests.support.processes import LoggedProcess, free_port, wait_for  # noqa: F401 - re-exported
 
 SECRET = "node-secret-for-tests"
 WIKI = "https://en.wikipedia.org/w/api.php"

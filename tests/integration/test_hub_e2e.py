@@ -23,9 +23,10 @@ RESTARTS = ("subscriber.added", "subscriber.updated", "source.started", "source.
 
 
 def make_hub(db_url: str, run_dir: Path) -> HubProcesses:
-    return HubProcesses({"BW_DATABASE_URL": db_url, "BW_NODE_SECRET": SECRET, "BW_POLL_INTERVAL_S": str(INTERVAL_S),
-                         "BW_NODE_FAILURES": str(FAILURES), "BW_WIKI_ALLOWLIST": "127.0.0.1:8780",
-                         "BW_WORKERS": "1", "BW_LOG_JSON": "true"}, run_dir, admin_token=ADMIN_TOKEN)
+    return HubProcesses({"BW_DATABASE_URL": db_url, "BW_NODE_SECRET": SECRET, "BW_LOG_JSON": "true",
+                         "BW_POLL_INTERVAL_S": str(INTERVAL_S), "BW_NODE_FAILURES": str(FAILURES),
+                         "BW_WIKI_ALLOWLIST": "127.0.0.1:8780", "BW_WORKERS": "1"}, run_dir,
+                        admin_token=ADMIN_TOKEN)
 
 
 def spawn(hub: HubProcesses, run_dir: Path, index: int) -> LoggedProcess:

@@ -27,8 +27,8 @@ class HubProcesses:
         self.start_scheduler(tag)
 
     def start_api(self, tag: str) -> None:
-        self.api = LoggedProcess([str(BIN / "blackwidow"), "serve", "--bind", f"127.0.0.1:{self.port}"], self.env,
-                                 self.run_dir / f"api-{tag}.log")
+        self.api = LoggedProcess([str(BIN / "blackwidow"), "serve", "--bind", f"127.0.0.1:{self.port}"],
+                                 self.env, self.run_dir / f"api-{tag}.log")
         self.started.append(self.api)
         wait_for(self.healthy, 90, 0.2, f"/health of the hub API ({self.api.log})")
 
@@ -38,7 +38,8 @@ class HubProcesses:
         self.started.append(self.scheduler)
 
     def wait_leader(self, timeout: float = 60) -> None:
-        wait_for(lambda: "scheduler.leader" in self.scheduler.events(), timeout, 0.2, "the scheduler's leadership")
+        wait_for(lambda: "scheduler.leader" in self.scheduler.events(), timeout, 0.2,
+                 "the scheduler's leadership")
 
     def processes(self) -> list[LoggedProcess]:
         return [p for p in (self.scheduler, self.api) if p is not None]
@@ -90,7 +91,8 @@ class HubProcesses:
     def subscriptions(self, **params) -> list[dict]:
         items, cursor = [], None
         while True:
-            page = self.get("/v1/subscriptions", limit=1000, **params, **({"cursor": cursor} if cursor else {}))
+            page = self.get("/v1/subscriptions", limit=1000, **params,
+                            **({"cursor": cursor} if cursor else {}))
             items += page["items"]
             cursor = page.get("next_cursor")
             if not cursor:

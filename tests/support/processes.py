@@ -98,7 +98,8 @@ class SpawnProcess(LoggedProcess):
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.secret = env["BW_NODE_SECRET"]
-        cmd = [sys.executable, "-m", "spawn.cli", "serve", "--hub", hub_url, "--bind", f"127.0.0.1:{self.port}"]
+        cmd = [sys.executable, "-m", "spawn.cli", "serve", "--hub", hub_url,
+               "--bind", f"127.0.0.1:{self.port}"]
         if advertise_url:
             cmd += ["--advertise-url", advertise_url]
         super().__init__(cmd, {**env, "BW_LOG_JSON": "1", "PYTHONPATH": str(ROOT)}, log_path)
