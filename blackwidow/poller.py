@@ -16,6 +16,7 @@ from blackwidow import reload, router
 from blackwidow.store.coordination import AssignmentView, Snapshot, SubscriptionView
 from blackwidow.metrics import SchedulerMetrics
 from blackwidow.spawn_client import SpawnClient, SpawnError, SpawnUnreachable
+from blackwidow.tick_gc import without_cyclic_gc
 from shared.config import HubConfig
 from shared.wire import Poll, StatusReport
 
@@ -61,6 +62,7 @@ class _Outcome:
     state: str | None = None         # the node's answer to a put
 
 
+@without_cyclic_gc
 def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
               now: Callable[[], datetime] = utcnow, *, state: PollerState | None = None,
               metrics: SchedulerMetrics | None = None) -> TickResult:

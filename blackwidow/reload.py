@@ -61,6 +61,11 @@ def _reported_spec(status: SubscriptionStatus) -> SubscriptionSpec | None:
         return None
 
 
+def _fields(spec: SubscriptionSpec) -> dict:
+    """The spec as a field dict, without copying when the dataclass keeps one."""
+    return getattr(spec, "__dict__", None) or spec.to_dict()
+
+
 def _put_reason(node: str, spec: SubscriptionSpec, status: SubscriptionStatus | None,
                 acked_node: str | None, hard: bool, may_retry_failed: bool) -> str | None:
     """Why `spec` must be sent to `node`, or None when the node already runs it."""
@@ -68,9 +73,12 @@ def _put_reason(node: str, spec: SubscriptionSpec, status: SubscriptionStatus | 
         if acked_node is None:
             return "new"
         return "missing" if acked_node == node else "moved"
-    running = _reported_spec(status)
-    if status.spec is not None and running != spec:
-        return "changed"                     # includes an unparseable spec: replace it
+    if status.spec is not None and status.spec == _fields(spec):
+        running = spec                       # the usual case, without parsing what the node reported
+    else:
+        running = _reported_spec(status)
+        if status.spec is not None and running != spec:
+            return "changed"                 # includes an unparseable spec: replace it
     if status.state == "failed":
         return "failed" if may_retry_failed else None
     if running is not None:
@@ -94,20 +102,25 @@ def plan(desired: Mapping[str, tuple[str, SubscriptionSpec]],
     """
     hard = node_set_changed
     puts, drops, adopts = [], [], []
-    for sub_id, (node, spec) in sorted(desired.items(), key=lambda kv: (kv[1][0], kv[0])):
+    by_node: dict[str, list[str]] = {}
+    for sub_id, (node, _) in desired.items():
+        by_node.setdefault(node, []).append(sub_id)
+    for node in sorted(by_node):             # actions in (node, subscription) order
         on_node = reported.get(node)
         if on_node is None:
             continue
-        status = on_node.get(sub_id)
-        may_retry = retry_failed is None or sub_id in retry_failed
-        reason = _put_reason(node, spec, status, acked.get(sub_id), hard, may_retry)
-        if reason == "failed":
-            # an equal spec would change nothing on the node: drop first so the put starts it afresh
-            drops.append(Drop(node, sub_id, "failed"))
-        if reason is not None:
-            puts.append(Put(node, spec, reason))
-        elif status is not None and acked.get(sub_id) != node and status.state != "failed":
-            adopts.append(Adopt(node, sub_id))
+        for sub_id in sorted(by_node[node]):
+            spec = desired[sub_id][1]
+            status = on_node.get(sub_id)
+            may_retry = retry_failed is None or sub_id in retry_failed
+            reason = _put_reason(node, spec, status, acked.get(sub_id), hard, may_retry)
+            if reason == "failed":
+                # an equal spec would change nothing on the node: drop first so the put starts it afresh
+                drops.append(Drop(node, sub_id, "failed"))
+            if reason is not None:
+                puts.append(Put(node, spec, reason))
+            elif status is not None and acked.get(sub_id) != node and status.state != "failed":
+                adopts.append(Adopt(node, sub_id))
     for node in sorted(reported):
         for sub_id in sorted(reported[node]):
             want = desired.get(sub_id)
