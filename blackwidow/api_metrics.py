@@ -9,6 +9,7 @@ from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, g
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.multiprocess import MultiProcessCollector
 
+from blackwidow.store.leases import tenant_quota_rows
 from blackwidow.store.stats import store_counts
 
 logger = logging.getLogger(__name__)
@@ -44,9 +45,16 @@ class StoreCollector:
         subs = GaugeMetricFamily("bw_hub_subscriptions", "Subscriptions by state.", labels=["state"])
         nodes = GaugeMetricFamily("bw_hub_nodes", "Spawn nodes by state.", labels=["state"])
         tenants = GaugeMetricFamily("bw_hub_tenants", "Tenants.")
+        quota = GaugeMetricFamily("bw_tenant_quota", "Tenant quota in revisions (tenants with a quota).",
+                                  labels=["tenant", "name"])
+        used = GaugeMetricFamily("bw_tenant_used", "Revisions delivered over the tenant's subscriptions.",
+                                 labels=["tenant", "name"])
+        leased = GaugeMetricFamily("bw_tenant_leased", "Quota leased to spawns and not delivered yet.",
+                                   labels=["tenant", "name"])
         try:
             with self._maker() as session:
                 counts = store_counts(session)
+                quotas = tenant_quota_rows(session)
         except Exception:      # a scrape must still answer (with database_up 0) when the store is down
             logger.warning("metrics.store_unavailable", exc_info=True)
             up.add_metric([], 0)
@@ -58,7 +66,12 @@ class StoreCollector:
         for state, count in sorted(counts["nodes"].items()):
             nodes.add_metric([state], count)
         tenants.add_metric([], counts["tenants"])
-        yield from (up, subs, nodes, tenants)
+        for tenant_id, name, limit, delivered, reserved in quotas:
+            used.add_metric([tenant_id, name], delivered)
+            if limit is not None:
+                quota.add_metric([tenant_id, name], limit)
+                leased.add_metric([tenant_id, name], max(0, reserved - delivered))
+        yield from (up, subs, nodes, tenants, quota, used, leased)
 
 
 def render(store_registry: CollectorRegistry) -> bytes:

@@ -31,6 +31,10 @@ class Tenant(Base):
     name: Mapped[str] = mapped_column(String(200), unique=True, nullable=False)
     quota: Mapped[int | None] = mapped_column(BigInteger, nullable=True)   # None = unlimited
     used: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
+    # quota leases (docs/quotas.md): the sum of charges after the last tick, and the last time a copy
+    # of its subscriptions may have started running without a lease (a quota set on an unlimited tenant)
+    reserved: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
+    unleased_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False, default=utcnow,
                                                  onupdate=utcnow)
@@ -74,6 +78,8 @@ class Node(Base):
     registered_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False, default=utcnow)
     last_seen: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     consecutive_failures: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    # last poll that may have carried leases: renewing lease holders were sent theirs then
+    lease_sent_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
 
 class Assignment(Base):
@@ -86,6 +92,38 @@ class Assignment(Base):
                                          nullable=False, index=True)
     acked: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
     sent_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class SubscriptionLease(Base):
+    """A leased subscription's lease state (blackwidow.quotas.SubLease). No foreign key to the
+    subscription: a deleted subscription's lease counts until no node may spend it."""
+    __tablename__ = "leases"
+
+    subscription_id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(String(36), ForeignKey("tenants.id", ondelete="CASCADE"),
+                                           nullable=False, index=True)
+    gen: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
+    floor: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
+    floor_gen: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
+    seen: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
+
+
+class LeaseHolder(Base):
+    """A node that may apply a lease of a subscription (blackwidow.quotas.Holder). A renewing holder
+    was sent its lease at its node's lease_sent_at; the others at sent_at."""
+    __tablename__ = "lease_holders"
+
+    subscription_id: Mapped[str] = mapped_column(String(36), ForeignKey("leases.subscription_id",
+                                                                        ondelete="CASCADE"), primary_key=True)
+    node_id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    gen: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    cap: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    held: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    sent_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    renewing: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+    acked: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+    confirmed: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+    boot: Mapped[str | None] = mapped_column(String(64), nullable=True)   # "?": unknown process
 
 
 class Reload(Base):

@@ -29,6 +29,8 @@ SCHEMAS = {
     "Tenant": _obj({
         "id": _ID, "name": {"type": "string"}, "quota": _QUOTA,
         "used": {"type": "integer", "description": "Revisions harvested over all its subscriptions."},
+        "leased": {"type": "integer", "description": "Quota leased to spawns and not delivered yet "
+                   "(as of the scheduler's last tick; 0 without a quota). used + leased <= quota."},
         "subscriptions": {"type": "integer", "description": "Number of subscriptions."},
         "created_at": _TS, "updated_at": _TS}),
     "Subscription": _obj({

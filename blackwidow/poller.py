@@ -7,12 +7,12 @@ No transaction is held across HTTP calls: read a snapshot, talk to nodes, write 
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Callable
 
 from blackwidow.store import coordination as store
-from blackwidow import reload, router
+from blackwidow import leasing, reload, router
 from blackwidow.store.coordination import AssignmentView, Snapshot, SubscriptionView
 from blackwidow.metrics import SchedulerMetrics
 from blackwidow.spawn_client import SpawnClient, SpawnError, SpawnUnreachable
@@ -38,6 +38,7 @@ class PollerState:
     """What a scheduler process remembers between ticks: the node set it last routed over,
     only to label reloads hard or soft. A fresh process starts empty; the database holds the rest."""
     routed_nodes: frozenset[str] | None = None
+    quota: leasing.QuotaMemory = field(default_factory=leasing.QuotaMemory)
 
 
 @dataclass(frozen=True)
@@ -72,10 +73,13 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
     metrics = metrics or SchedulerMetrics()
     at = now()
     with sessionmaker.begin() as session:
-        snap = store.load_snapshot(session)
+        snap = leasing.mark_leased(session, store.load_snapshot(session))
     live = sorted((n for n in snap.nodes.values() if n.state == store.LIVE), key=lambda n: n.id)
+    quota_memory = state.quota if state is not None else leasing.QuotaMemory()
+    # leases are written before the polls carry them: a crash must not forget a grant
+    leases = leasing.grant(sessionmaker, snap, frozenset(n.id for n in live), config, at, quota_memory)
 
-    reports, failures = _poll_nodes(spawn_client, live, snap, metrics)
+    reports, failures = _poll_nodes(spawn_client, live, snap, metrics, leases)
     removed = sorted(nid for nid, count in failures.items() if count >= config.node_failures)
     for node_id in removed:
         logger.warning("node.removed", extra={"node": node_id, "url": snap.nodes[node_id].url,
@@ -83,6 +87,13 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
     with sessionmaker.begin() as session:
         store.record_node_polls(session, at, ok={nid: r.boot_id for nid, r in reports.items()},
                                 failed=failures, dead=removed)
+    try:
+        with sessionmaker.begin() as session:
+            leasing.learn(session, leases, snap, reports, set(failures), at, quota_memory)
+    except Exception:
+        # unlearnt answers only keep more reserved than needed; the next tick learns again
+        metrics.tick_errors.inc()
+        logger.exception("quota.learn_failed")
     live_ids = frozenset(n.id for n in live) - set(removed)
 
     status = _status_changes(snap, reports)
@@ -138,8 +149,8 @@ def _each(fn, items: list) -> list:
         return list(pool.map(fn, items))
 
 
-def _poll_nodes(client: SpawnClient, live: list[store.NodeView], snap: Snapshot,
-                metrics: SchedulerMetrics) -> tuple[dict[str, StatusReport], dict[str, int]]:
+def _poll_nodes(client: SpawnClient, live: list[store.NodeView], snap: Snapshot, metrics: SchedulerMetrics,
+                leases: leasing.LeaseRound) -> tuple[dict[str, StatusReport], dict[str, int]]:
     """Poll concurrently. Returns ({node_id: report} for answers, {node_id: consecutive failures})."""
     assigned: dict[str, list[str]] = {}
     for sub_id, assignment in snap.assignments.items():
@@ -148,7 +159,8 @@ def _poll_nodes(client: SpawnClient, live: list[store.NodeView], snap: Snapshot,
     def poll(node: store.NodeView):
         began = time.monotonic()
         try:
-            report = client.poll(node.url, Poll(node_id=node.id, assigned=tuple(sorted(assigned.get(node.id, ())))))
+            report = client.poll(node.url, Poll(node_id=node.id, assigned=tuple(sorted(assigned.get(node.id, ()))),
+                                                leases=leases.for_node(node.id)))
             if report.node_id is not None and report.node_id != node.id:
                 raise SpawnError(f"answered as node {report.node_id}", node_url=node.url)
             return node, report

@@ -4,9 +4,12 @@ Hub -> spawn:  PUT /v1/subscriptions/{id}  body = SubscriptionSpec
                POST /v1/status             body = Poll (heartbeat, assigned ids)
 Spawn -> hub:  POST /v1/nodes              body = Registration -> RegistrationAck
 Spawn reply to a poll: StatusReport.
+Quota leases (docs/quotas.md) ride on the Poll (Lease) and come back in each SubscriptionStatus
+(LeaseStatus); there is no other quota traffic.
 Secrets never appear in these shapes; they travel only in the Authorization header.
 """
 from dataclasses import asdict, dataclass, field
+from typing import Mapping
 
 from shared.errors import ValidationError
 
@@ -36,6 +39,7 @@ class SubscriptionSpec:
     title: str
     content: bool = False
     quota: int | None = None    # max revisions for this subscription; None = unlimited
+    leased: bool = False        # its tenant has a quota: harvest only within a valid lease from the hub
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -53,7 +57,54 @@ class SubscriptionSpec:
             title=_req(body, "title", str),
             content=_req(body, "content", bool, optional=True, default=False),
             quota=quota,
+            leased=_req(body, "leased", bool, optional=True, default=False),
         )
+
+
+def _count(body: dict, name: str, *, minimum: int = 0) -> int:
+    value = _req(body, name, int)
+    if value < minimum:
+        raise ValidationError(f"'{name}' must be >= {minimum}", field=name)
+    return value
+
+
+@dataclass(frozen=True)
+class Lease:
+    """Hub -> spawn, inside a Poll: the subscription may hold up to `cap` revisions delivered, for
+    `ttl_s` seconds after the spawn received it. A higher `gen` replaces a lower one; an equal gen
+    only renews (same cap)."""
+    cap: int
+    ttl_s: float
+    gen: int
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, body: dict) -> "Lease":
+        ttl = float(_req(body, "ttl_s", (int, float)))
+        if not ttl > 0:
+            raise ValidationError("'ttl_s' must be > 0", field="ttl_s")
+        return cls(cap=_count(body, "cap"), ttl_s=ttl, gen=_count(body, "gen", minimum=1))
+
+
+@dataclass(frozen=True)
+class LeaseStatus:
+    """Spawn -> hub: the lease a subscriber applies. `synced`: its count was checked against the
+    revision store after this generation arrived (so it includes every other writer's revisions)."""
+    gen: int
+    cap: int
+    expires_in_s: float          # <= 0: expired, nothing more is spent
+    synced: bool = False
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, body: dict) -> "LeaseStatus":
+        return cls(gen=_count(body, "gen", minimum=1), cap=_count(body, "cap"),
+                   expires_in_s=float(_req(body, "expires_in_s", (int, float))),
+                   synced=_req(body, "synced", bool, optional=True, default=False))
 
 
 @dataclass(frozen=True)
@@ -64,6 +115,7 @@ class SubscriptionStatus:
     last_rev_id: int | None = None
     last_error: str | None = None
     spec: dict | None = None      # the spec the spawn runs, so the hub can diff without guessing
+    lease: LeaseStatus | None = None   # leased specs only; None = no lease received yet
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -79,7 +131,16 @@ class SubscriptionStatus:
             last_rev_id=_req(body, "last_rev_id", int, optional=True),
             last_error=_req(body, "last_error", str, optional=True),
             spec=_req(body, "spec", dict, optional=True),
+            lease=_optional_lease(body),
         )
+
+
+def _optional_lease(body: dict) -> LeaseStatus | None:
+    lease = _req(body, "lease", dict, optional=True)
+    try:
+        return None if lease is None else LeaseStatus.from_dict(lease)
+    except ValidationError as exc:
+        raise ValidationError(f"lease: {exc.message}", field="lease") from None
 
 
 @dataclass(frozen=True)
@@ -110,19 +171,30 @@ class StatusReport:
 @dataclass(frozen=True)
 class Poll:
     """The hub's heartbeat. `assigned` lists every subscription id the hub wants on this node;
-    anything else the spawn holds becomes an orphan candidate."""
+    anything else the spawn holds becomes an orphan candidate. `leases` renews or changes the quota
+    lease of leased subscriptions ({subscription id: Lease})."""
     node_id: str
     assigned: tuple[str, ...] = field(default_factory=tuple)
+    leases: Mapping[str, Lease] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        return {"node_id": self.node_id, "assigned": list(self.assigned)}
+        body = {"node_id": self.node_id, "assigned": list(self.assigned)}
+        if self.leases:          # absent when no assigned subscription is leased
+            body["leases"] = {sub_id: lease.to_dict() for sub_id, lease in self.leases.items()}
+        return body
 
     @classmethod
     def from_dict(cls, body: dict) -> "Poll":
         assigned = _req(body, "assigned", list, optional=True, default=[])
         if not all(isinstance(a, str) for a in assigned):
             raise ValidationError("'assigned' must be a list of ids", field="assigned")
-        return cls(node_id=_req(body, "node_id", str), assigned=tuple(assigned))
+        leases = {}
+        for sub_id, lease in _req(body, "leases", dict, optional=True, default={}).items():
+            try:
+                leases[sub_id] = Lease.from_dict(lease)
+            except ValidationError as exc:
+                raise ValidationError(f"leases.{sub_id}: {exc.message}", field="leases") from None
+        return cls(node_id=_req(body, "node_id", str), assigned=tuple(assigned), leases=leases)
 
 
 @dataclass(frozen=True)

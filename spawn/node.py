@@ -58,6 +58,7 @@ class Node:
         if poll is not None:
             if poll.node_id != self.node_id:
                 logger.warning("node.poll_for_other_id", extra={"expected": self.node_id, "got": poll.node_id})
+            self.registry.apply_leases(poll.leases)
             self.registry.poll(poll.assigned)
         return self.report()
 

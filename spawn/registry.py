@@ -3,13 +3,16 @@
 A source is created with its first subscriber and stopped with its last. Sending the same spec
 again changes nothing; a changed quota or content flag updates the subscriber in place and never
 restarts its source. Subscribers the hub stops naming in its polls are dropped as orphans.
+Quota leases from polls go to their subscribers; a lease generation a removed subscriber had, or one
+that arrived for an absent subscriber, is refused for good, and a leased subscriber created again
+starts from the count it had (the hub counts on both, docs/quotas.md).
 """
 import logging
 import threading
 import time
-from typing import Callable
+from typing import Callable, Mapping
 
-from shared.wire import SubscriptionSpec, SubscriptionStatus
+from shared.wire import Lease, SubscriptionSpec, SubscriptionStatus
 from spawn.source import DataSource
 from spawn.subscriber import Subscriber, same_source
 
@@ -26,6 +29,8 @@ class Registry:
         self._clock = clock
         self._subs: dict[str, Subscriber] = {}
         self._sources: dict[str, DataSource] = {}
+        self._refused_gen: dict[str, int] = {}     # per subscription id: lease generations up to this are void
+        self._past_count: dict[str, tuple[str, int]] = {}   # leased ones removed: (source uuid, delivered)
         # re-entrant: a source may report a subscriber at its limit from inside attach()
         self._lock = threading.RLock()
 
@@ -42,7 +47,10 @@ class Registry:
                 self._remove_locked(spec.id)     # another article under the same id: a new subscriber
                 sub = None
             if sub is None:
-                sub = Subscriber(spec, seen_at=now)
+                sub = Subscriber(spec, seen_at=now, clock=self._clock)
+                past = self._past_count.get(spec.id)
+                if spec.leased and past is not None and past[0] == spec.source_uuid:
+                    sub.delivered = past[1]      # a leased count never goes back within a process
                 self._subs[spec.id] = sub
                 logger.info("subscriber.added", extra={"subscription": spec.id, "title": spec.title})
             else:
@@ -72,11 +80,27 @@ class Registry:
                 self._remove_locked(sub_id)
             return orphans
 
+    def apply_leases(self, leases: Mapping[str, Lease]) -> None:
+        """Quota leases from a poll. A subscriber whose allowance grew is credited again from the
+        stored history and its source woken."""
+        with self._lock:
+            for sub_id, lease in leases.items():
+                sub = self._subs.get(sub_id)
+                if sub is None:
+                    self._refuse_locked(sub_id, lease.gen)
+                    continue
+                if lease.gen <= self._refused_gen.get(sub_id, 0):
+                    continue
+                if sub.offer_lease(lease.gen, lease.cap, lease.ttl_s):
+                    self._attach_locked(sub)
+
     def clear(self, join_timeout_s: float = 5.0) -> None:
         """Stop every source and forget every subscriber (detach, shutdown)."""
         with self._lock:
             sources = list(self._sources.values())
             self._sources.clear()
+            for sub in self._subs.values():
+                self._forget_locked(sub)
             self._subs.clear()
             for src in sources:
                 src.stop()
@@ -113,10 +137,20 @@ class Registry:
         else:
             src.attach(sub)
 
+    def _refuse_locked(self, sub_id: str, gen: int) -> None:
+        if gen:
+            self._refused_gen[sub_id] = max(gen, self._refused_gen.get(sub_id, 0))
+
+    def _forget_locked(self, sub: Subscriber) -> None:
+        self._refuse_locked(sub.id, sub.lease_gen)
+        if sub.spec.leased:
+            self._past_count[sub.id] = (sub.spec.source_uuid, sub.delivered)
+
     def _remove_locked(self, sub_id: str) -> bool:
         sub = self._subs.pop(sub_id, None)
         if sub is None:
             return False
+        self._forget_locked(sub)
         src = self._sources.get(sub.spec.source_uuid)
         if src is not None and src.detach(sub_id) == 0:
             self._stop_source_locked(src)

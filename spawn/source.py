@@ -139,37 +139,52 @@ class DataSource:
             logger.info("source.resolved", extra={"title": self.title, "page_id": self.page.page_id,
                                                   "wiki": self.client.host})
         if self._ids is None:
-            # Rows past the resume point belong to a batch a crash interrupted: they are not
-            # counted here and will be fetched, written and delivered again.
-            resume = self.store.resume_point(self.client.host, self.page.page_id)
-            ids, ts = array("q"), array("d")
-            history = () if resume is None else self.store.history(self.client.host, self.page.page_id,
-                                                                   until=resume.timestamp)
-            for rev in history:
-                if (rev.timestamp, rev.rev_id) > (resume.timestamp, resume.rev_id):
-                    continue
-                ids.append(rev.rev_id)
-                ts.append(rev.timestamp.timestamp())
-            ids.reverse()
-            ts.reverse()
-            with self._lock:
-                self._ids, self._ts = ids, ts
-                subs = list(self._subs.values())
-            for sub in subs:
-                sub.credit(ids)
-                if sub.at_limit():
-                    self._release(sub)
+            self._load(self.store.resume_point(self.client.host, self.page.page_id))
         self._report("running")
 
-    def _need(self) -> tuple[int | None, bool]:
+    def _load(self, resume: ResumePoint | None) -> None:
+        """Read the stored history up to `resume` and credit every subscriber from it. Rows past the
+        resume point belong to a batch a crash interrupted: they are not counted here and will be
+        fetched, written and delivered again."""
+        ids, ts = array("q"), array("d")
+        history = () if resume is None else self.store.history(self.client.host, self.page.page_id,
+                                                               until=resume.timestamp)
+        for rev in history:
+            if (rev.timestamp, rev.rev_id) > (resume.timestamp, resume.rev_id):
+                continue
+            ids.append(rev.rev_id)
+            ts.append(rev.timestamp.timestamp())
+        ids.reverse()
+        ts.reverse()
+        with self._lock:
+            self._ids, self._ts = ids, ts
+            subs = list(self._subs.values())
+        for sub in subs:
+            sub.credit(ids)
+            if sub.at_limit():
+                self._release(sub)
+
+    def _allowances(self) -> dict[Subscriber, int | None]:
+        """What each subscriber may take now (None = unlimited): spent when the batch is written."""
+        return {s: s.remaining() for s in self.subscribers()}
+
+    def _need(self, allowances: dict[Subscriber, int | None] | None = None) -> tuple[int | None, bool]:
         """(how many more revisions some subscriber wants, None = no bound; whether any wants content)."""
-        subs = self.subscribers()
-        wants = [s.remaining() for s in subs]
-        need = 0 if not subs else (None if None in wants else max(wants))
-        return need, any(s.spec.content for s in subs)
+        allowances = self._allowances() if allowances is None else allowances
+        wants = list(allowances.values())
+        need = 0 if not wants else (None if None in wants else max(wants))
+        return need, any(s.spec.content for s in allowances)
 
     def _harvest(self) -> None:
+        checked = [(s, s.lease_gen) for s in self.subscribers()]
         resume = self.store.resume_point(self.client.host, self.page.page_id)
+        with self._lock:
+            newest = self._ids[-1] if self._ids else None
+        if (resume.rev_id if resume else None) != newest:
+            # another writer (this page on another node, during a move) stored past our log
+            self._load(resume)
+        for sub, gen in checked:
+            sub.mark_synced(gen)
         need, content = self._need()
         if need == 0:
             return
@@ -179,7 +194,8 @@ class DataSource:
         for batch in prefetched(batches, self._stop):
             fresh = [r for r in batch if resume is None or (r.timestamp, r.rev_id) > (resume.timestamp,
                                                                                        resume.rev_id)]
-            need, wants_content = self._need()
+            allowances = self._allowances()
+            need, wants_content = self._need(allowances)
             if need == 0 or (wants_content and not content):
                 return          # a content subscriber arrived: the next pass backfills, then goes on with content
             if need is not None:
@@ -190,7 +206,7 @@ class DataSource:
                 raise Cancelled("stopped before writing")
             self.store.write(fresh)
             resume = ResumePoint(fresh[-1].rev_id, fresh[-1].timestamp)
-            self._delivered(fresh)
+            self._delivered(fresh, allowances)
         self.complete = True
 
     def _backfill_content(self) -> None:
@@ -215,7 +231,7 @@ class DataSource:
             if len(old) < len(batch):
                 return
 
-    def _delivered(self, fresh: list[Revision]) -> None:
+    def _delivered(self, fresh: list[Revision], allowances: dict[Subscriber, int | None]) -> None:
         ids = [r.rev_id for r in fresh]
         with self._lock:
             self._ids.extend(ids)
@@ -224,7 +240,9 @@ class DataSource:
         self.written += len(fresh)
         self.metrics.revisions_written.labels(wiki=self.client.host).inc(len(fresh))
         for sub in subs:
-            self.metrics.revisions_delivered.inc(sub.deliver(ids))
+            # a subscriber that attached during the write takes what it may take now
+            taken = sub.deliver(ids, allowances[sub]) if sub in allowances else sub.deliver(ids)
+            self.metrics.revisions_delivered.inc(taken)
             if sub.at_limit():
                 self._release(sub)
 

@@ -5,7 +5,7 @@ from typing import NamedTuple
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
-from blackwidow.models import Subscription, Tenant
+from blackwidow.models import Subscription, Tenant, utcnow
 from blackwidow.store.pagination import page
 from shared.errors import Conflict, NotFound
 
@@ -80,6 +80,10 @@ def update_tenant(session, tenant_id: str, changes: dict) -> Tenant:
             raise _name_taken(changes["name"])
         tenant.name = changes["name"]
     if "quota" in changes:
+        if tenant.quota is None and changes["quota"] is not None:
+            # its subscriptions ran without leases until now: no lease is granted before they are
+            # surely gone or switched (docs/quotas.md)
+            tenant.unleased_at = utcnow()
         tenant.quota = changes["quota"]
     _flush(session, tenant.name)
     return tenant

@@ -8,6 +8,8 @@ from blackwidow import migrate
 from blackwidow.db import make_engine
 from blackwidow.models import Base
 
+HEAD = "0002"     # the newest migration in sql/migrations/versions
+
 
 def schema_drift(url: str) -> list:
     engine = make_engine(url)
@@ -24,7 +26,7 @@ def test_upgrade_is_idempotent_and_matches_the_models(tmp_path):
     assert migrate.current(url) is None
     migrate.upgrade(url)
     migrate.upgrade(url)
-    assert migrate.current(url) == "0001"
+    assert migrate.current(url) == HEAD
     assert schema_drift(url) == []
 
 
@@ -39,4 +41,4 @@ def test_downgrade_to_base_and_back(tmp_path):
     engine.dispose()
     assert migrate.current(url) is None
     migrate.upgrade(url)
-    assert migrate.current(url) == "0001"
+    assert migrate.current(url) == HEAD

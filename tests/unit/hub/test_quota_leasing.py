@@ -1,0 +1,110 @@
+"""Quota leases through the hub's store (SQLite): grants written before the polls, learnt from reports,
+read back after a restart, and shown by GET /v1/tenants/{id} and /metrics."""
+from datetime import datetime, timedelta, timezone
+
+import sqlalchemy as sa
+
+from blackwidow import leasing
+from blackwidow.models import Assignment, Subscription, Tenant
+from blackwidow.store import coordination, leases, register_node
+from shared.wire import LeaseStatus, StatusReport, SubscriptionStatus
+from tests.fixtures.hub import LOCAL_WIKI, hub_config
+
+T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+
+def setup(api, hub_maker, titles=("A", "B"), quota=100):
+    tenant = api.simulate_post("/v1/tenants", json={"name": "q", "quota": quota}).json
+    subs = api.simulate_post("/v1/subscriptions/bulk", json={
+        "tenant_id": tenant["id"], "wiki": LOCAL_WIKI, "items": [{"title": t} for t in titles]}).json["items"]
+    with hub_maker.begin() as session:
+        node = register_node(session, "http://127.0.0.1:9901")[0].id
+        for sub in subs:
+            session.add(Assignment(subscription_id=sub["id"], node_id=node, acked=True, sent_at=T0))
+    return tenant, [s["id"] for s in subs], node
+
+
+def snapshot(hub_maker):
+    with hub_maker.begin() as session:
+        return leasing.mark_leased(session, coordination.load_snapshot(session))
+
+
+def report(node, snap, counts, lease_round, synced=True):
+    subs = []
+    for sid, count in counts.items():
+        lease = lease_round.for_node(node)[sid]
+        subs.append(SubscriptionStatus(id=sid, state="running", revisions=count,
+                                       spec=snap.subscriptions[sid].spec.to_dict(),
+                                       lease=LeaseStatus(gen=lease.gen, cap=lease.cap, expires_in_s=15.0,
+                                                         synced=synced)))
+    return StatusReport(node_id=node, boot_id="boot-1", attached=True, subscriptions=tuple(subs))
+
+
+def test_grants_are_written_ahead_learnt_and_shown(api, hub_maker, sqlite_url):
+    tenant, ids, node = setup(api, hub_maker)
+    config = hub_config(sqlite_url)
+    snap = snapshot(hub_maker)
+    assert all(sub.spec.leased for sub in snap.subscriptions.values())
+    memory = leasing.QuotaMemory()
+    first = leasing.grant(hub_maker, snap, frozenset({node}), config, T0, memory)
+    assert {sid: (lease.cap, lease.gen, lease.ttl_s) for sid, lease in first.for_node(node).items()} == \
+        {ids[0]: (50, 1, config.detach_after_s), ids[1]: (50, 1, config.detach_after_s)}
+    with hub_maker.begin() as session:                # in the database before any poll left
+        stored = leases.load(session)
+    assert {sid: st.charge() for sid, st in stored.states.items()} == {ids[0]: 50, ids[1]: 50}
+    assert stored.renewing == {(ids[0], node), (ids[1], node)}
+    assert api.simulate_get(f"/v1/tenants/{tenant['id']}").json["leased"] == 100
+
+    with hub_maker.begin() as session:
+        leasing.learn(session, first, snap, {node: report(node, snap, {ids[0]: 20, ids[1]: 0}, first)}, set(),
+                      T0, memory)
+        session.execute(sa.update(Subscription).where(Subscription.id == ids[0]).values(revisions=20))
+    body = api.simulate_get(f"/v1/tenants/{tenant['id']}").json
+    assert (body["quota"], body["used"], body["leased"]) == (100, 20, 80)
+    metrics = api.simulate_get("/metrics").text
+    assert f'bw_tenant_quota{{name="q",tenant="{tenant["id"]}"}} 100.0' in metrics
+    assert f'bw_tenant_used{{name="q",tenant="{tenant["id"]}"}} 20.0' in metrics
+    assert f'bw_tenant_leased{{name="q",tenant="{tenant["id"]}"}} 80.0' in metrics
+
+    # next tick: same caps, same generations (renewals); the node stamp says when they were sent
+    later = T0 + timedelta(seconds=2)
+    second = leasing.grant(hub_maker, snapshot(hub_maker), frozenset({node}), config, later, memory)
+    assert {sid: lease.gen for sid, lease in second.for_node(node).items()} == {ids[0]: 1, ids[1]: 1}
+    with hub_maker.begin() as session:
+        again = leases.load(session)
+    assert {h.sent_at for st in again.states.values() for h in st.holders.values()} == {later.timestamp()}
+
+
+def test_lowering_the_quota_below_usage_stops_at_the_counts(api, hub_maker, sqlite_url):
+    tenant, ids, node = setup(api, hub_maker)
+    config = hub_config(sqlite_url)
+    memory = leasing.QuotaMemory()
+    snap = snapshot(hub_maker)
+    first = leasing.grant(hub_maker, snap, frozenset({node}), config, T0, memory)
+    with hub_maker.begin() as session:
+        leasing.learn(session, first, snap, {node: report(node, snap, {ids[0]: 30, ids[1]: 10}, first)}, set(),
+                      T0, memory)
+        for sid, n in ((ids[0], 30), (ids[1], 10)):
+            session.execute(sa.update(Subscription).where(Subscription.id == sid).values(revisions=n))
+    assert api.simulate_patch(f"/v1/tenants/{tenant['id']}", json={"quota": 25}).status_code == 200
+    lowered = leasing.grant(hub_maker, snapshot(hub_maker), frozenset({node}), config, T0 + timedelta(seconds=2),
+                            memory)
+    assert {sid: lease.cap for sid, lease in lowered.for_node(node).items()} == {ids[0]: 30, ids[1]: 10}
+
+
+def test_a_quota_set_on_an_unlimited_tenant_grants_nothing_until_unleased_copies_are_gone(api, hub_maker,
+                                                                                          sqlite_url):
+    tenant, ids, node = setup(api, hub_maker, quota=None)
+    config = hub_config(sqlite_url)
+    assert leasing.grant(hub_maker, snapshot(hub_maker), frozenset({node}), config, T0,
+                         leasing.QuotaMemory()).per_node == {}
+    assert api.simulate_patch(f"/v1/tenants/{tenant['id']}", json={"quota": 100}).status_code == 200
+    with hub_maker.begin() as session:
+        set_at = session.get(Tenant, tenant["id"]).unleased_at
+    assert set_at is not None
+    soon = set_at.replace(tzinfo=timezone.utc) + timedelta(seconds=1)
+    frozen = leasing.grant(hub_maker, snapshot(hub_maker), frozenset({node}), config, soon, leasing.QuotaMemory())
+    assert {lease.cap for lease in frozen.for_node(node).values()} == {0}
+    settled = soon + timedelta(seconds=leasing.params_for(config).settle_s)
+    grown = leasing.grant(hub_maker, snapshot(hub_maker), frozenset({node}), config, settled, leasing.QuotaMemory())
+    assert sum(lease.cap for lease in grown.for_node(node).values()) == 100
