@@ -14,7 +14,7 @@ from tests.support.processes import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-SHORT_FREEZE_S = 1.5
+SHORT_FREEZE_S = 1.0
 LONG_FREEZE_S = DETACH_AFTER_S + 3
 RESTARTS = ("subscriber.added", "source.started", "source.stopped", "node.detached")
 
