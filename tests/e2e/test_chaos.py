@@ -1,7 +1,15 @@
-"""Chaos: while two tenants' articles are harvested (hub API, scheduler and 3 spawns as separate processes on
-PostgreSQL, Cassandra and the local MediaWiki), kill -9 a random spawn 5 times and the whole hub twice,
+"""Chaos: while three tenants' articles are harvested (hub API, scheduler and 3 spawns as separate processes
+on PostgreSQL, Cassandra and the local MediaWiki), kill -9 a random spawn 5 times and the whole hub twice,
 restarting each. Afterwards every revision of every article is in Cassandra exactly once and equal to the
-generator's history, no quota was ever exceeded, and every subscription is running or limit_reached.
+generator's history, and no quota was ever exceeded: neither a subscription's own nor a tenant's (leased to
+the spawns, docs/quotas.md).
+
+* "full" subscribes to every article, no quota: each ends running, at the wiki's latest revision.
+* "capped" has per-subscription quotas under a tenant quota that leaves room: each ends limit_reached,
+  at exactly its quota.
+* "budget" has only a tenant quota, far below its articles' histories: it ends using (nearly) all of it,
+  its subscriptions waiting for a lease that cannot come (a used-up tenant quota is not limit_reached,
+  which is a subscription's own).
 
 BW_E2E_SEED=<n> replays one schedule of kills (the seed is printed)."""
 import os
@@ -21,6 +29,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 SPAWN_KILLS, HUB_KILLS = 5, 2
 # Per-subscription quotas of the second tenant, each far below its article's history.
 CAPPED = {BIG_TITLE: 900, "Orb-weaver spider": 300, "Spider silk": 120, "Tarantula": 45}
+CAPPED_TENANT_QUOTA = sum(CAPPED.values()) + 500
+BUDGET = 1000
+BUDGET_TITLES = (BIG_TITLE, "Orb-weaver spider", "Spider silk", "Ünïcödé – 東京")
 
 
 class QuotaWatch:
@@ -68,15 +79,24 @@ def test_kill_spawns_and_hub_while_harvesting_loses_nothing(make_cluster, mediaw
     total = sum(len(mediawiki.expected.page(t).revisions) for t in titles)
 
     full = cluster.tenant("chaos-full")
-    capped = cluster.tenant("chaos-capped")
+    capped = cluster.tenant("chaos-capped", quota=CAPPED_TENANT_QUOTA)
+    budget = cluster.tenant("chaos-budget", quota=BUDGET)
     cluster.subscribe(full["id"], api, [{"title": t} for t in titles], content=True)
     cluster.subscribe(capped["id"], api, [{"title": t, "quota": q} for t, q in CAPPED.items()], content=True)
+    cluster.subscribe(budget["id"], api, [{"title": t} for t in BUDGET_TITLES], content=True)
+
+    def finished(s: dict) -> bool:
+        if s["tenant_id"] == capped["id"]:
+            return (s["state"], s["revisions"]) == ("limit_reached", s["quota"])
+        if s["tenant_id"] == budget["id"]:
+            return s["state"] == "waiting" and "tenant quota" in (s["last_error"] or "")
+        return (s["state"], s["last_rev_id"]) == ("running", pages[s["title"]][1])
 
     def done() -> bool:
         subs = hub.subscriptions()
-        return len(subs) == len(titles) + len(CAPPED) and all(
-            (s["state"], s["revisions"]) == ("limit_reached", s["quota"]) if s["tenant_id"] == capped["id"]
-            else (s["state"], s["last_rev_id"]) == ("running", pages[s["title"]][1]) for s in subs)
+        used = hub.get(f"/v1/tenants/{budget['id']}")["used"]
+        return len(subs) == len(titles) + len(CAPPED) + len(BUDGET_TITLES) and all(map(finished, subs)) \
+            and used >= 0.95 * BUDGET
 
     started = time.monotonic()
     with QuotaWatch(hub) as watch:
@@ -110,8 +130,13 @@ def test_kill_spawns_and_hub_while_harvesting_loses_nothing(make_cluster, mediaw
 
     assert watch.samples > 20 and not watch.violations, watch.violations[:10]
     subs = hub.subscriptions()
-    assert {s["state"] for s in subs} <= {"running", "limit_reached"}
+    assert {s["state"] for s in subs if s["tenant_id"] != budget["id"]} == {"running", "limit_reached"}
     assert sorted(s["revisions"] for s in subs if s["tenant_id"] == capped["id"]) == sorted(CAPPED.values())
+    tenants = {t["name"]: t for t in hub.get("/v1/tenants")["items"]}
+    assert tenants["chaos-capped"]["used"] == sum(CAPPED.values())
+    assert 0.95 * BUDGET <= tenants["chaos-budget"]["used"] <= BUDGET
+    print(f"budget tenant: {tenants['chaos-budget']['used']} of {BUDGET} revisions used, "
+          f"{tenants['chaos-budget']['leased']} leased")
     assert sorted(n["state"] for n in hub.nodes()) == ["live"] * 3
     problems = harvest_problems(cassandra_session, keyspace, api, mediawiki, pages)
     assert not problems, problems

@@ -102,7 +102,7 @@ def test_auth_allowlist_and_secrets_on_real_processes(make_cluster, mediawiki):
         watched = cluster.add_spawn(port=spawn_port, advertise_url=poll_proxy.url, hub_url=hub_proxy.url)
         wait_for(lambda: len(cluster.hub.live_nodes()) == 2, 60, 0.2, "two live nodes")
         hub, admin, node = cluster.hub, cluster.admin_token, cluster.node_secret
-        tenant = cluster.tenant("secure")
+        tenant = cluster.tenant("secure", quota=10_000)         # its polls carry quota leases too
         allowed = cluster.subscribe(tenant["id"], mediawiki.api_url,
                                     [{"title": "Cobweb"}, {"title": "Spinneret"}, {"title": "Hub and spoke"}])
 
@@ -169,6 +169,7 @@ def test_auth_allowlist_and_secrets_on_real_processes(make_cluster, mediawiki):
         puts = [ex for ex in poll_proxy.exchanges if ex.method == "PUT"]
         registrations = [ex for ex in hub_proxy.exchanges if ex.path == "/v1/nodes" and ex.method == "POST"]
         assert polls and registrations and all(ex.status == 200 for ex in polls)
+        assert any(b'"leases"' in ex.request_body for ex in polls)
         for ex in polls + puts + registrations:
             assert ex.request_headers["Authorization"] == f"Bearer {node}"    # the real exchange was captured
         exchanged = {f"{ex.method} {ex.path} #{i} {part}": text
