@@ -91,11 +91,13 @@ def grant(sessionmaker, snap: Snapshot, live_ids: frozenset[str], config: HubCon
         if st.holders or sid in existing:    # an existing subscription keeps its generation counter
             states[sid] = st
     renewing = frozenset((sid, node) for node, granted in leases.items() for sid in granted)
-    with sessionmaker.begin() as session:
-        store.save(session, before, states, renewing)
-        store.stamp_nodes(session, live_ids, at)
-        store.save_tenants(session, {t: {"reserved": r} for t, r in reserved.items()
-                                     if before.tenants[t].reserved != r})
+    if before.tenants or before.states:
+        with sessionmaker.begin() as session:
+            store.save(session, before, states, renewing)
+            # only the nodes these polls carry leases to: every renewing holder is on one of them
+            store.stamp_nodes(session, leases, at)
+            store.save_tenants(session, {t: {"reserved": r} for t, r in reserved.items()
+                                         if before.tenants[t].reserved != r})
     written = {t: before.tenants[t].reserved for t in before.tenants} | reserved
     return LeaseRound(before, states, renewing, leases, written, p, now)
 
@@ -103,6 +105,8 @@ def grant(sessionmaker, snap: Snapshot, live_ids: frozenset[str], config: HubCon
 def learn(session, lease_round: LeaseRound, snap: Snapshot, reports: dict[str, StatusReport],
           failed: set[str], at: datetime, memory: QuotaMemory) -> None:
     """Apply what the nodes answered. Runs in the caller's transaction."""
+    if not lease_round.before.tenants and not lease_round.states:
+        return                      # no quota anywhere: nothing to learn
     p, now = lease_round.params, lease_round.now
     states = dict(lease_round.states)
     entries = {node: {s.id: s for s in report.subscriptions} for node, report in reports.items()}
@@ -165,7 +169,7 @@ def _reported(entry: SubscriptionStatus) -> Reported:
     return Reported(count=entry.revisions, running=entry.state == "running",
                     quota=quota if isinstance(quota, int) and not isinstance(quota, bool) else None,
                     lease_gen=lease.gen if lease else None, lease_cap=lease.cap if lease else None,
-                    synced=bool(lease and lease.synced))
+                    synced=bool(lease and lease.synced), caught_up=bool(lease and lease.caught_up))
 
 
 def mark_leased(session, snap: Snapshot) -> Snapshot:

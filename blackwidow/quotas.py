@@ -20,7 +20,7 @@ class Params:
     start_slice: int = 500    # first request of a subscription with no rate yet (one API batch)
     min_slice: int = 50
     max_slice: int = 50_000
-    idle_after: int = 2       # reports without growth (with headroom) before headroom may be reclaimed
+    idle_after: int = 2       # reports caught up without growth (with headroom) before headroom may go back
 
 
 UNKNOWN = "?"       # Holder.boot: some process may have applied a send of ours
@@ -80,6 +80,7 @@ class Reported:
     lease_gen: int | None = None
     lease_cap: int | None = None
     synced: bool = False
+    caught_up: bool = False               # its source has the page's whole history
 
 
 @dataclass(frozen=True)
@@ -165,17 +166,10 @@ def plan_tenant(tenant_id: str, quota: int, frozen: bool, subs: Iterable[Sub], s
     unmet = 0
     if frozen:
         caps = dict(floors)
-    else:
-        # what the charges will be once every node applies these caps
-        projected = reserved - sum(charges[sid] for sid in caps) + sum(caps.values())
-        if projected > quota:
-            excess = projected - quota
-            for sid in sorted(caps, key=lambda k: (floors[k] - caps[k], k)):
-                cut = min(caps[sid] - floors[sid], excess)
-                caps[sid] -= cut
-                excess -= cut
-        else:
-            caps, unmet = _grow(caps, floors, subs, charges, dynamics, quota - reserved, p)
+    elif caps:
+        # what is left for the running ones once the others' charges are counted
+        share = quota - (reserved - sum(charges[sid] for sid in caps))
+        caps, unmet = _share(caps, floors, subs, charges, dynamics, share, quota - reserved, p)
 
     leases = {}
     for sid, cap in caps.items():
@@ -201,36 +195,71 @@ def _boot_after_send(old: Holder | None) -> str | None:
     return UNKNOWN if old.boot is None else old.boot      # an earlier send was never answered
 
 
-def _grow(caps: dict[str, int], floors: dict[str, int], subs: Mapping[str, Sub], charges: Mapping[str, int],
-          dynamics: Mapping[str, Dynamics], budget: int, p: Params) -> tuple[dict[str, int], int]:
-    caps = dict(caps)
-    requests, idle, idle_at_cap = {}, [], []
+def levels(total: int, lo: Mapping[str, int], want: Mapping[str, int]) -> dict[str, int]:
+    """Max-min fair targets: clamp(L, lo, want) for the highest water level L whose sum fits `total`
+    (never below lo, even when the lows alone exceed it); what rounding leaves goes one each in key order."""
+    def filled(level: int) -> int:
+        return sum(min(max(level, lo[k]), want[k]) for k in lo)
+    low, high = 0, max(want.values(), default=0)
+    while low < high:
+        mid = (low + high + 1) // 2
+        if filled(mid) <= total:
+            low = mid
+        else:
+            high = mid - 1
+    out = {k: min(max(low, lo[k]), want[k]) for k in lo}
+    left = total - sum(out.values())
+    for k in sorted(lo):
+        if left <= 0:
+            break
+        if out[k] < want[k]:
+            out[k] += 1
+            left -= 1
+    return out
+
+
+def _share(caps: dict[str, int], floors: dict[str, int], subs: Mapping[str, Sub], charges: Mapping[str, int],
+           dynamics: Mapping[str, Dynamics], share: int, budget: int, p: Params) -> tuple[dict[str, int], int]:
+    """Caps of the running subscriptions. Each wants its count plus a slice (an idle one: its count).
+    When the wants, or the caps, do not fit `share` (the quota minus the others' charges), the fair
+    water level bounds them: caps above it come down (never below the counts; an idle one to its
+    count), so a late or a slow one gets its share back. Caps go up towards what they want, within
+    the level, paid from `budget` (quota - sum of charges), fairly when it is short."""
+    want, keep, idle_at_cap = {}, {}, []
     for sid, cap in caps.items():
         s, d = subs[sid], dynamics.get(sid)
         if d is not None and d.stalls >= p.idle_after:
-            (idle if cap > floors[sid] else idle_at_cap).append(sid)
+            want[sid] = keep[sid] = floors[sid]       # caught up with headroom: it asks for nothing
+            if cap <= floors[sid]:
+                idle_at_cap.append(sid)
             continue
-        want = max(cap, s.used + slice_for(d, p))
+        w = s.used + slice_for(d, p)
         if s.quota is not None:
-            want = max(cap, min(want, s.quota))
-        free = max(cap, min(want, charges[sid]))       # up to its own charge costs nothing
-        caps[sid] = free
-        requests[sid] = want - free
-    granted = waterfill(budget, requests)
+            w = min(w, s.quota)
+        want[sid] = max(floors[sid], w)
+        keep[sid] = max(want[sid], cap)               # a busy one is not cut below what it holds...
+    tight = sum(keep.values()) > share
+    # ...unless that is above the fair level; with room for everyone, nothing is cut
+    level = levels(share, floors, keep) if tight else {sid: max(keep[sid], caps[sid]) for sid in caps}
+    out, costs = {}, {}
+    for sid, cap in caps.items():
+        if level[sid] < cap:
+            out[sid] = max(floors[sid], level[sid])
+            continue
+        target = min(level[sid], want[sid])
+        out[sid] = max(cap, min(target, charges[sid]))      # up to its own charge costs nothing
+        costs[sid] = max(0, target - out[sid])
+    granted = waterfill(budget, costs)
     for sid, extra in granted.items():
-        caps[sid] += extra
-    unmet = sum(requests.values()) - sum(granted.values())
-    if unmet > 0:
-        for sid in idle:       # complete or stuck with headroom: give it back for the others
-            caps[sid] = floors[sid]
-    else:
+        out[sid] += extra
+    unmet = sum(costs.values()) - sum(granted.values())
+    if not tight and unmet == 0:
         # budget nobody else wants: a small probe for idle ones left without headroom, so that one
         # whose page grew again can show it (its count grows and it is not idle any more)
         left = budget - sum(granted.values())
-        probes = waterfill(left, {sid: p.min_slice for sid in idle_at_cap})
-        for sid, extra in probes.items():
-            caps[sid] += extra
-    return caps, unmet
+        for sid, extra in waterfill(left, {sid: p.min_slice for sid in idle_at_cap}).items():
+            out[sid] += extra
+    return out, unmet + max(0, sum(want.values()) - share)
 
 
 def observe(state: SubLease, node: str, answered: bool, sent_now: bool, report: Reported | None,
@@ -299,6 +328,6 @@ def track(d: Dynamics | None, report: Reported, now: float, p: Params) -> Dynami
         rate = max(observed, 2 * (d.rate or 0.0), p.min_slice / p.horizon_s)
     else:
         rate = observed if d.rate is None else (d.rate + observed) / 2
-    still = report.count == count0 and not saturated and report.running and report.synced
+    still = report.count == count0 and not saturated and report.running and report.synced and report.caught_up
     return Dynamics(rate=min(rate, p.max_slice / p.horizon_s), sample=(report.count, now),
                     stalls=min(d.stalls + 1, p.idle_after) if still else 0)

@@ -91,11 +91,13 @@ class Lease:
 @dataclass(frozen=True)
 class LeaseStatus:
     """Spawn -> hub: the lease a subscriber applies. `synced`: its count was checked against the
-    revision store after this generation arrived (so it includes every other writer's revisions)."""
+    revision store after this generation arrived (so it includes every other writer's revisions).
+    `caught_up`: its source has fetched the page's whole history and waits for new edits."""
     gen: int
     cap: int
     expires_in_s: float          # <= 0: expired, nothing more is spent
     synced: bool = False
+    caught_up: bool = False
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -104,7 +106,8 @@ class LeaseStatus:
     def from_dict(cls, body: dict) -> "LeaseStatus":
         return cls(gen=_count(body, "gen", minimum=1), cap=_count(body, "cap"),
                    expires_in_s=float(_req(body, "expires_in_s", (int, float))),
-                   synced=_req(body, "synced", bool, optional=True, default=False))
+                   synced=_req(body, "synced", bool, optional=True, default=False),
+                   caught_up=_req(body, "caught_up", bool, optional=True, default=False))
 
 
 @dataclass(frozen=True)

@@ -110,8 +110,8 @@ class Registry:
     # -- views -----------------------------------------------------------------------------
     def snapshot(self) -> list[SubscriptionStatus]:
         with self._lock:
-            subs = list(self._subs.values())
-        return [s.status() for s in subs]
+            subs = [(s, self._sources.get(s.spec.source_uuid)) for s in self._subs.values()]
+        return [s.status(caught_up=src is not None and src.complete) for s, src in subs]
 
     def counts(self) -> dict:
         with self._lock:

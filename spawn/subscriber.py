@@ -133,7 +133,8 @@ class Subscriber:
         with self._lock:
             self.spec = spec
 
-    def status(self) -> SubscriptionStatus:
+    def status(self, caught_up: bool = False) -> SubscriptionStatus:
+        """`caught_up`: its source has the page's whole history (reported with a lease)."""
         with self._lock:
             state, error, lease = self.state, self.last_error, None
             if self.spec.leased:
@@ -141,7 +142,7 @@ class Subscriber:
                 held = self._lease
                 if held is not None:
                     lease = LeaseStatus(gen=held.gen, cap=held.cap, expires_in_s=round(held.expires_at - now, 3),
-                                        synced=self._synced_gen >= held.gen)
+                                        synced=self._synced_gen >= held.gen, caught_up=caught_up)
                 if state in ("assigned", "running", "waiting") and self.remaining() == 0 and not self.at_limit():
                     state, error = "waiting", _lease_wait_reason(held, now)
             return SubscriptionStatus(id=self.spec.id, state=state, revisions=self.delivered,

@@ -33,6 +33,26 @@ def test_waterfill_splits_a_tight_budget_evenly_and_serves_small_requests_in_ful
     assert quotas.waterfill(50, {"a": 0, "b": 7}) == {"a": 0, "b": 7}
 
 
+def test_levels_are_max_min_fair_above_each_count():
+    assert quotas.levels(100, {"a": 10, "b": 0}, {"a": 510, "b": 500}) == {"a": 50, "b": 50}
+    assert quotas.levels(100, {"a": 70, "b": 0}, {"a": 510, "b": 500}) == {"a": 70, "b": 30}
+    assert quotas.levels(100, {"a": 0, "b": 0}, {"a": 20, "b": 500}) == {"a": 20, "b": 80}
+    assert quotas.levels(50, {"a": 40, "b": 30}, {"a": 90, "b": 90}) == {"a": 40, "b": 30}   # over: the counts
+    assert quotas.levels(101, {"a": 0, "b": 0}, {"a": 500, "b": 500}) == {"a": 51, "b": 50}
+
+
+def test_a_late_subscription_gets_its_fair_share_back_from_the_others_headroom():
+    early = [Sub(f"s{i}", used=0, node="n1") for i in range(5)]
+    states = confirmed(plan(1000, early), counts={s.id: 100 for s in early})
+    subs = [Sub(s.id, used=100, node="n1") for s in early] + [Sub("late", used=0, node="n2")]
+    rebalance = plan(1000, subs, states)
+    caps = {sid: cap for sid, (_, _, cap) in rebalance.leases.items()}
+    assert caps.pop("late") == 0                    # nothing is free before the others confirm
+    assert set(caps.values()) == {166, 167} and sum(caps.values()) == 1000 - 167
+    after = plan(1000, subs, confirmed(rebalance, counts={s.id: 100 for s in early}), now=101.0)
+    assert after.leases["late"][2] == 167 and after.reserved == 1000
+
+
 def test_first_grants_are_a_fair_share_of_a_tight_quota():
     subs = [Sub(f"s{i}", used=0, node=f"n{i % 3}") for i in range(6)]
     result = plan(1000, subs)
@@ -65,8 +85,8 @@ def test_an_unchanged_confirmed_lease_is_renewed_under_the_same_generation():
 def test_a_lowered_cap_counts_until_the_node_confirms_it():
     subs = [Sub("a", used=10, node="n1"), Sub("b", used=0, node="n2")]
     states = confirmed(plan(100, subs), counts={"a": 10})
-    # the 90 left are split evenly over the two requests
-    assert {sid: st.holders[n].held for sid, st in states.items() for n in st.holders} == {"a": 55, "b": 45}
+    # fair on totals: the count already delivered is part of a's share
+    assert {sid: st.holders[n].held for sid, st in states.items() for n in st.holders} == {"a": 50, "b": 50}
     lowered = plan(30, subs, states)       # the quota goes down to 30: 20 too many
     caps = {sid: cap for sid, (_, _, cap) in lowered.leases.items()}
     assert sum(caps.values()) == 30 and caps["a"] >= 10

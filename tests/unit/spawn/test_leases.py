@@ -45,6 +45,18 @@ def test_a_lease_caps_what_is_stored_and_a_larger_one_lets_it_go_on():
     assert st.lease.synced
 
 
+def test_a_subscriber_with_headroom_says_when_its_source_has_the_whole_history():
+    h = Harness(revisions=30, batch=10)
+    h.registry.upsert(leased())
+    lease(h, cap=20)
+    h.run()
+    assert h.status("a").lease.caught_up is False      # stopped at its cap: more is there
+    lease(h, cap=100, gen=2)
+    h.run()
+    st = h.status("a")
+    assert (st.state, st.revisions, st.lease.caught_up) == ("running", 30, True)
+
+
 def test_an_expired_lease_is_never_spent():
     h = Harness(revisions=50, batch=10)
     h.registry.upsert(leased())

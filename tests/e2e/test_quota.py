@@ -1,0 +1,119 @@
+"""A tenant quota on real processes (docs/quotas.md): hub API and scheduler on PostgreSQL, three `spawn serve`
+nodes writing to a Cassandra keyspace of the test's own, the local MediaWiki. A tenant with quota 1,000
+subscribes to 6 articles holding 7,750 revisions. The tenant ends with at most 1,000 delivered, and at
+least 950, by the hub's numbers and, independently, by what the store holds for those pages. The same
+holds when a spawn is killed with SIGKILL halfway, and at every sample taken while it runs."""
+import time
+
+import pytest
+
+from shared.hashing import wiki_key
+from shared.revisions.cassandra_store import CassandraRevisionStore
+from tests.e2e.harvest_check import targets
+from tests.support.processes import wait_for
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+QUOTA = 1000
+TITLES = ("Synthetic article 1", "Orb-weaver spider", "Spider silk", "Ünïcödé – 東京", "Tarantula", "Web crawler")
+
+
+class Watch:
+    """Samples the hub's and the store's numbers; remembers the worst seen."""
+
+    def __init__(self, cluster, tenant_id: str, store: CassandraRevisionStore, wiki: str, pages: dict):
+        self.cluster, self.tenant_id, self.store, self.wiki, self.pages = cluster, tenant_id, store, wiki, pages
+        self.max_used = self.max_reserved = self.max_stored = 0
+        self.samples = 0
+
+    def stored(self) -> dict[str, int]:
+        """title -> revisions stored for that page (rows counted, not the page row's counter)."""
+        return {title: sum(1 for _ in self.store.history(self.wiki, page_id))
+                for title, (page_id, _) in self.pages.items()}
+
+    def sample(self) -> dict:
+        tenant = self.cluster.hub.get(f"/v1/tenants/{self.tenant_id}")
+        stored = sum(self.stored().values())
+        self.samples += 1
+        self.max_used = max(self.max_used, tenant["used"])
+        self.max_reserved = max(self.max_reserved, tenant["used"] + tenant["leased"])
+        self.max_stored = max(self.max_stored, stored)
+        return {**tenant, "stored": stored}
+
+    def until(self, predicate, timeout: float, what: str) -> dict:
+        deadline = time.monotonic() + timeout
+        while True:
+            now = self.sample()
+            if predicate(now):
+                return now
+            assert time.monotonic() < deadline, f"{what} not reached within {timeout} s: {now}"
+            time.sleep(0.3)
+
+    def settled(self, quiet_s: float = 6.0, timeout: float = 240) -> dict:
+        """Wait until the tenant used at least 95 % and nothing moved for `quiet_s`."""
+        last, since, deadline = None, time.monotonic(), time.monotonic() + timeout
+        while True:
+            now = self.sample()
+            key = (now["used"], now["stored"])
+            if key != last:
+                last, since = key, time.monotonic()
+            if now["used"] >= 0.95 * QUOTA and time.monotonic() - since >= quiet_s:
+                return now
+            assert time.monotonic() < deadline, f"not settled within {timeout} s: {now}"
+            time.sleep(0.3)
+
+
+def run(make_cluster, mediawiki, cassandra_session, keyspace, *, kill: bool):
+    # with wikitext the API sends 50 revisions a request, and requests to the wiki are 0.4 s apart:
+    # the harvest takes long enough (~10 s) to kill a spawn in the middle of it
+    cluster = make_cluster(spawn_env={"BW_HOST_DELAY_S": "0.4"}).start(spawns=3)
+    tenant = cluster.tenant("quota-tenant", QUOTA)
+    subs = cluster.subscribe(tenant["id"], mediawiki.api_url, [{"title": t} for t in TITLES], content=True)
+    by_title = {s["title"]: s["id"] for s in subs}
+    store = CassandraRevisionStore(cassandra_session, keyspace)
+    watch = Watch(cluster, tenant["id"], store, wiki_key(mediawiki.api_url), targets(mediawiki, list(TITLES)))
+    killed = None
+    if kill:
+        watch.until(lambda t: t["used"] >= 300, 120, "300 revisions delivered")
+        counts = {}
+        for sub in cluster.hub.subscriptions(tenant_id=tenant["id"]):
+            if sub["node"] and sub["revisions"] < sub_cap(sub):
+                counts[sub["node"]] = counts.get(sub["node"], 0) + 1
+        victim = cluster.spawn_by_node(max(counts, key=counts.get))   # one still harvesting for the tenant
+        victim.kill9()
+        killed = victim.node_id
+        print(f"\nkilled {killed} at {watch.sample()['used']} delivered, holding {counts[killed]} unfinished")
+    final = watch.settled()
+    subs_now = {s["title"]: s for s in cluster.hub.subscriptions(tenant_id=tenant["id"])}
+    stored = watch.stored()
+    metrics = cluster.hub.http.get(f"{cluster.hub.url}/metrics", timeout=10).text
+    print(f"\nquota {QUOTA}{' (a spawn killed at 300)' if kill else ''}: used {final['used']}, "
+          f"stored {sum(stored.values())}, leased {final['leased']}, per page "
+          f"{ {t: (subs_now[t]['revisions'], stored[t]) for t in TITLES} }; "
+          f"max over {watch.samples} samples: used {watch.max_used}, used+leased {watch.max_reserved}, "
+          f"stored {watch.max_stored}")
+    # the hub's numbers
+    assert 0.95 * QUOTA <= final["used"] <= QUOTA
+    assert watch.max_used <= QUOTA and watch.max_reserved <= QUOTA
+    # the store's, independently: each page holds exactly the prefix its subscription was delivered
+    assert 0.95 * QUOTA <= sum(stored.values()) <= QUOTA and watch.max_stored <= QUOTA
+    assert {t: stored[t] for t in TITLES} == {t: subs_now[t]["revisions"] for t in TITLES}
+    assert f'bw_tenant_quota{{name="quota-tenant",tenant="{tenant["id"]}"}} {float(QUOTA)}' in metrics
+    waiting = [s for s in subs_now.values() if s["state"] == "waiting"]
+    assert waiting and all("quota lease" in (s["last_error"] or "") for s in waiting)
+    if killed is not None:
+        assert all(s["node"] != killed for s in subs_now.values())
+    assert set(by_title) == set(subs_now)
+
+
+def sub_cap(sub: dict) -> int:
+    return sub["quota"] if sub["quota"] is not None else QUOTA
+
+
+def test_a_tenant_quota_is_never_overshot(make_cluster, mediawiki, cassandra_session, keyspace):
+    run(make_cluster, mediawiki, cassandra_session, keyspace, kill=False)
+
+
+def test_a_tenant_quota_is_never_overshot_when_a_spawn_is_killed(make_cluster, mediawiki, cassandra_session,
+                                                                  keyspace):
+    run(make_cluster, mediawiki, cassandra_session, keyspace, kill=True)
