@@ -9,6 +9,7 @@ from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, N
 from cassandra.concurrent import execute_concurrent
 from cassandra.connection import ConnectionException
 from cassandra.policies import DCAwareRoundRobinPolicy, TokenAwarePolicy
+from cassandra.query import BatchStatement, BatchType
 
 from shared.revisions.derived import (
     CONTENT_CODEC, EARLIEST, LATEST, compress_text, day_of, day_shard, decompress_text, missing_parents,
@@ -19,6 +20,9 @@ from shared.revisions.store import StoreError
 logger = logging.getLogger(__name__)
 
 DEFAULT_CONCURRENCY = 64
+# Rows of one partition sent together as an UNLOGGED batch; small enough to stay under Cassandra's
+# 5 KiB batch warning with long comments.
+BATCH_ROWS = 4
 _DRIVER_ERRORS = (DriverException, NoHostAvailable, ConnectionException)
 
 _REVISION_COLUMNS = ("rev_ts, rev_id, ns, title, parent_id, user_text, user_id, anon, minor, size, "
@@ -131,7 +135,7 @@ class CassandraRevisionStore:
         rows = [(ps["title"], (wiki, latest.title, page_id, latest.ns, latest_us))]
         for r in revisions:
             rows += self._row_statements(r, deltas[r.rev_id])
-        self._run(rows)
+        self._run(_partition_batches(rows))
 
         # Revision rows are durable; now the per-month counts, then the page's totals.
         months = sorted({month_of(r.timestamp) for r in revisions})
@@ -226,6 +230,29 @@ class CassandraRevisionStore:
     def close(self) -> None:
         if self._owns_cluster:
             self._session.cluster.shutdown()
+
+
+def _partition_batches(statements: list[tuple]) -> list[tuple]:
+    """The same upserts, rows that share a table and partition grouped BATCH_ROWS at a time into
+    UNLOGGED batches: one request and one mutation per group. A write is bound by the driver's
+    per-request CPU, not by the network (bench/writer.py: a third less time per revision)."""
+    groups: dict[tuple, list[tuple]] = {}
+    for ps, params in statements:
+        key = (ps.query_id, *(params[i] for i in ps.routing_key_indexes or ()))
+        groups.setdefault(key, []).append((ps, params))
+    out = []
+    for rows in groups.values():
+        for start in range(0, len(rows), BATCH_ROWS):
+            chunk = rows[start:start + BATCH_ROWS]
+            if len(chunk) == 1:
+                out.append(chunk[0])
+                continue
+            batch = BatchStatement(batch_type=BatchType.UNLOGGED)
+            batch.is_idempotent = True          # every row is an upsert of the same cells
+            for ps, params in chunk:
+                batch.add(ps, params)
+            out.append((batch, None))
+    return out
 
 
 def _revision(wiki: str, page_id: int, row) -> Revision:
