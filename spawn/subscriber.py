@@ -107,6 +107,7 @@ class Subscriber:
             if taken:
                 self.delivered += len(taken)
                 self.last_rev_id = taken[-1]
+                self.last_error = None      # progress: any earlier retry is over
             self._settle_locked()
             return len(taken)
 
@@ -121,7 +122,8 @@ class Subscriber:
             if self.state == "limit_reached" and state != "failed":
                 return
             self.state = state
-            if error is not None:
+            # last_error describes what is wrong now: a healthy pass clears an old one
+            if error is not None or state == "running":
                 self.last_error = error
 
     def note_error(self, error: str) -> None:
