@@ -22,8 +22,23 @@ _metrics_dir = os.environ.setdefault(
     "PROMETHEUS_MULTIPROC_DIR", os.path.abspath(os.path.join(_data_dir, f"prometheus-hub.{os.getpid()}")))
 
 
+def _remove_dead_servers_dirs(parent: str) -> None:
+    """A server killed -9 never ran on_exit: drop directories whose master pid is gone."""
+    for name in os.listdir(parent) if os.path.isdir(parent) else ():
+        head, _, pid = name.rpartition(".")
+        if head != "prometheus-hub" or not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
+        except PermissionError:
+            pass    # alive, someone else's
+
+
 def on_starting(server):
     shutil.rmtree(_metrics_dir, ignore_errors=True)
+    _remove_dead_servers_dirs(os.path.dirname(_metrics_dir))
     os.makedirs(_metrics_dir, exist_ok=True)
 
 
