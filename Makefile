@@ -43,5 +43,10 @@ demo: venv
 	@if [ "$(STACK)" = full ]; then scripts/services/postgres.sh up && scripts/services/cassandra.sh up; fi
 	STACK="$(STACK)" WIKI="$(WIKI)" TITLES="$(TITLES)" $(BIN)/python -m tools.demo
 
+# Benchmarks: runs every bench/ script against the local services and writes bench/RESULTS.md
+# (about 20 minutes; the first run also builds a second throwaway wiki under .run/bench).
+bench: venv services
+	$(BIN)/python -m bench.run
+
 clean: services-down
 	rm -rf .run

@@ -1,6 +1,7 @@
 """What the benchmark scripts share: the local services' addresses, markdown tables and goal verdicts,
 throwaway PostgreSQL databases and Cassandra keyspaces. No measurement logic here."""
 import contextlib
+import os
 import time
 import uuid
 from pathlib import Path
@@ -13,6 +14,7 @@ PG_ADMIN_URL = "postgresql+psycopg2://blackwidow:blackwidow@127.0.0.1:55432/blac
 CASSANDRA_HOSTS = ("127.0.0.1",)
 USER_AGENT = "BlackWidow-bench/0.1 (https://github.com/blackwidow-harvester; ops@example.org) python-requests"
 SECRET = "bench-node-secret"
+CASSANDRA_PID = ROOT / ".run/cassandra/cassandra.pid"
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence], right: Sequence[int] = ()) -> str:
@@ -65,11 +67,11 @@ def pg_database(prefix: str) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def cassandra_keyspace(prefix: str) -> Iterator[tuple[object, str]]:
+def cassandra_keyspace(prefix: str, hosts: Sequence[str] = CASSANDRA_HOSTS) -> Iterator[tuple[object, str]]:
     """(session, keyspace): a fresh keyspace with the revision schema, dropped afterwards."""
     from shared.revisions.cassandra_store import cluster_for
     from shared.revisions.cql_schema import apply_schema
-    cluster = cluster_for(list(CASSANDRA_HOSTS), schema_event_refresh_window=0)
+    cluster = cluster_for(list(hosts), schema_event_refresh_window=0)
     session = cluster.connect()
     keyspace = f"{prefix}_{uuid.uuid4().hex[:8]}"
     apply_schema(session, keyspace, 1)
@@ -78,3 +80,27 @@ def cassandra_keyspace(prefix: str) -> Iterator[tuple[object, str]]:
     finally:
         session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=60)
         cluster.shutdown()
+
+
+def group_cpu(pgid: int) -> float:
+    """CPU seconds used so far by the live processes of a process group (e.g. gunicorn and its worker)."""
+    total = 0.0
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                fields = open(os.path.join(entry.path, "stat")).read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == pgid:
+                total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def cassandra_cpu() -> float | None:
+    """CPU seconds used so far by the local Cassandra (scripts/services/cassandra.sh), if it runs here."""
+    try:
+        pid = int(CASSANDRA_PID.read_text().strip())
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None

@@ -1,0 +1,150 @@
+"""Many simulated spawns in one process: each node is a real HTTP endpoint on a port of its own,
+speaking the node API of shared/wire.py as tests/integration/spawn_double.py does (idempotent PUT,
+DELETE of unknown ids succeeds, status reports every subscription with the spec it runs). It fetches
+nothing. One asyncio loop serves every port with a minimal HTTP/1.1 keep-alive server, so a
+thousand nodes cost one process.
+
+    BW_NODE_SECRET=S python -m bench.spawn_farm --nodes 1000
+Prints one JSON line {"urls": [...], "control": url} once listening, then serves until stdin closes.
+GET {control}/stats answers {"PUT": n, "DELETE": n, "POST": n, "subscriptions": n}; POST resets counts;
+POST {control}/load {url: [spec, ...]} installs specs directly (profiling a hub that has run a while).
+"""
+import argparse
+import asyncio
+import json
+import os
+import resource
+import sys
+import uuid
+from collections import Counter
+
+from shared.hashing import node_id_for
+
+SUB_PATH = "/v1/subscriptions/"
+
+
+class SimNode:
+    def __init__(self, url: str):
+        self.url = url
+        self.node_id = node_id_for(url)
+        self.boot_id = uuid.uuid4().hex
+        self.subs: dict[str, dict] = {}        # id -> spec as sent
+        self._report: bytes | None = None      # cached status body, dropped on every change
+
+    def put(self, sub_id: str, spec: dict) -> tuple[int, dict]:
+        if spec.get("id") != sub_id:
+            return 422, {"error": {"code": "invalid", "message": "'id' must equal the id in the URL",
+                                   "field": "id"}}
+        changed = self.subs.get(sub_id) != spec
+        if changed:
+            self.subs[sub_id] = spec
+            self._report = None
+        return 200, {"id": sub_id, "state": "running", "changed": changed}
+
+    def delete(self, sub_id: str) -> tuple[int, dict]:
+        removed = self.subs.pop(sub_id, None) is not None
+        if removed:
+            self._report = None
+        return 200, {"id": sub_id, "removed": removed}
+
+    def report(self) -> bytes:
+        if self._report is None:
+            self._report = json.dumps({
+                "node_id": self.node_id, "boot_id": self.boot_id, "attached": True,
+                "subscriptions": [{"id": i, "state": "running", "revisions": 3, "last_rev_id": None,
+                                   "last_error": None, "spec": s} for i, s in self.subs.items()],
+                "sources": len(self.subs)}).encode()
+        return self._report
+
+
+class Farm:
+    def __init__(self, secret: str):
+        self.auth = f"Bearer {secret}"
+        self.nodes: list[SimNode] = []
+        self.counts: Counter = Counter()
+
+    def handle(self, node: SimNode | None, method: str, path: str, headers: dict,
+               body: bytes) -> tuple[int, bytes]:
+        if node is None:        # the control endpoint
+            if method == "POST" and path == "/load":
+                by_url = {n.url: n for n in self.nodes}
+                for url, specs in json.loads(body).items():
+                    for spec in specs:
+                        by_url[url].put(spec["id"], spec)
+            elif method == "POST":
+                self.counts.clear()
+            stats = {**self.counts, "subscriptions": sum(len(n.subs) for n in self.nodes)}
+            return 200, json.dumps(stats).encode()
+        if headers.get("authorization") != self.auth:
+            return 401, b'{"error": {"code": "unauthorized", "message": "bad node secret"}}'
+        self.counts[method] += 1
+        if path == "/v1/status" and method in ("GET", "POST"):
+            return 200, node.report()
+        if path.startswith(SUB_PATH):
+            sub_id = path[len(SUB_PATH):]
+            if method == "PUT":
+                try:
+                    status, answer = node.put(sub_id, json.loads(body))
+                except ValueError:
+                    status, answer = 400, {"error": {"code": "bad_json", "message": "body is not JSON"}}
+                return status, json.dumps(answer).encode()
+            if method == "DELETE":
+                status, answer = node.delete(sub_id)
+                return status, json.dumps(answer).encode()
+        return 404, b'{"error": {"code": "not_found", "message": "no such route"}}'
+
+    async def serve_connection(self, node: SimNode | None, reader: asyncio.StreamReader,
+                               writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                lines = head.decode("latin-1").split("\r\n")
+                method, target, _ = lines[0].split(" ", 2)
+                headers = {}
+                for line in lines[1:]:
+                    if line:
+                        name, _, value = line.partition(":")
+                        headers[name.strip().lower()] = value.strip()
+                body = await reader.readexactly(int(headers.get("content-length", "0")))
+                status, payload = self.handle(node, method, target.split("?", 1)[0], headers, body)
+                writer.write(b"HTTP/1.1 %d X\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+                             % (status, len(payload)) + payload)
+                await writer.drain()
+                if headers.get("connection", "").lower() == "close":
+                    break
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError,
+                asyncio.CancelledError):
+            pass        # the client went away, or the farm is shutting down
+        finally:
+            writer.close()
+
+
+async def run(count: int, secret: str) -> None:
+    farm = Farm(secret)
+    servers = []
+    for _ in range(count):
+        holder: list[SimNode] = []
+        server = await asyncio.start_server(lambda r, w, h=holder: farm.serve_connection(h[0], r, w),
+                                            "127.0.0.1", 0, backlog=64)
+        node = SimNode(f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}")
+        holder.append(node)
+        farm.nodes.append(node)
+        servers.append(server)
+    control = await asyncio.start_server(lambda r, w: farm.serve_connection(None, r, w), "127.0.0.1", 0)
+    control_url = f"http://127.0.0.1:{control.sockets[0].getsockname()[1]}"
+    print(json.dumps({"urls": [n.url for n in farm.nodes], "control": control_url}), flush=True)
+    # serve until the parent closes our stdin
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--nodes", type=int, default=1000)
+    args = parser.parse_args()
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 8 * args.nodes + 256)), hard))
+    asyncio.run(run(args.nodes, os.environ["BW_NODE_SECRET"]))
+
+
+if __name__ == "__main__":
+    main()
