@@ -51,7 +51,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--out is required")
     wiki = wikigen.generate(args.seed, plan=PLAN)
     wikigen.write(wiki, args.out)
-    print(f"bench wiki: {len(wiki.pages)} pages, {sum(len(p.revisions) for p in wiki.pages)} revisions -> {args.out}")
+    revisions = sum(len(p.revisions) for p in wiki.pages)
+    print(f"bench wiki: {len(wiki.pages)} pages, {revisions} revisions -> {args.out}")
     return 0
 
 

@@ -83,11 +83,12 @@ def main() -> None:
           "so nothing may be woken. Both columns go through the spawn's MediaWikiClient (host delay 0). "
           "Request counts are exact; seconds are indications.\n")
     print(table(("method", "requests", "requests per article", "seconds", "articles/s"), [
-        ("RevisitBatcher: batched prop=info (50 page ids)", batched, f"{batched / n:.3f}", f"{batched_s[0]:.2f}",
-         f"{n / batched_s[0]:,.0f}"),
-        ("one prop=info per article", single, f"{single / n:.3f}", f"{single_s[0]:.2f}", f"{n / single_s[0]:,.0f}"),
-        ("ratio (one per article ÷ batched)", f"{single / batched:.0f}x", "", f"{single_s[0] / batched_s[0]:.1f}x",
-         ""),
+        ("RevisitBatcher: batched prop=info (50 page ids)", batched, f"{batched / n:.3f}",
+         f"{batched_s[0]:.2f}", f"{n / batched_s[0]:,.0f}"),
+        ("one prop=info per article", single, f"{single / n:.3f}", f"{single_s[0]:.2f}",
+         f"{n / single_s[0]:,.0f}"),
+        ("ratio (one per article ÷ batched)", f"{single / batched:.0f}x", "",
+         f"{single_s[0] / batched_s[0]:.1f}x", ""),
     ], right=range(1, 5)))
     print(f"\nGoal ≤ {GOAL} requests per cycle: {batched} — {verdict(batched <= GOAL)}.")
 

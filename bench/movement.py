@@ -25,10 +25,12 @@ def main() -> None:
     eleven = ten + [node_id_for("http://10.0.0.11:8701")]
     nine = [n for n in ten if n != sorted(ten)[4]]        # one node from the middle of the sorted list dies
     rows = []
-    for label, after, ideal in (("10 → 11 (one node joins)", eleven, 1 / 11), ("10 → 9 (one node dies)", nine, 1 / 10)):
+    changes = (("10 → 11 (one node joins)", eleven, 1 / 11), ("10 → 9 (one node dies)", nine, 1 / 10))
+    for label, after, ideal in changes:
         fractions = {}
         for strategy in router.STRATEGIES:
-            fractions[strategy] = moved(router.assign(subs, ten, strategy), router.assign(subs, after, strategy))
+            fractions[strategy] = moved(router.assign(subs, ten, strategy),
+                                        router.assign(subs, after, strategy))
         rows.append((label, f"{fractions['modulo']:.1%}", f"{fractions['rendezvous']:.1%}", f"{ideal:.1%}",
                      f"{fractions['modulo'] / fractions['rendezvous']:.1f}x"))
 
@@ -36,8 +38,8 @@ def main() -> None:
     print(f"{args.subscriptions:,} subscriptions on distinct articles routed by `blackwidow.router.assign`. "
           "*Minimum*: the share that must move (the joining node's share, or the dead node's). "
           "Pure computation: independent of the machine.\n")
-    print(table(("node set change", "modulo (default)", "rendezvous (BW_ROUTING)", "minimum", "modulo ÷ rendezvous"),
-                rows, right=range(1, 5)))
+    print(table(("node set change", "modulo (default)", "rendezvous (BW_ROUTING)", "minimum",
+                 "modulo ÷ rendezvous"), rows, right=range(1, 5)))
     print("\nNo goal was set. Modulo moves almost everything on any change of the node count (only sources "
           "whose hash agrees under both moduli stay), so every node-set change is a near-total hard reload; "
           "rendezvous moves only the minimum. The client's brief names modulo, so it stays the default; "
