@@ -81,6 +81,10 @@ def grant(sessionmaker, snap: Snapshot, live_ids: frozenset[str], config: HubCon
         reserved[tenant_id] = plan.reserved
         for sid, (node, gen, cap) in plan.leases.items():
             leases.setdefault(node, {})[sid] = Lease(cap=cap, ttl_s=p.ttl_s, gen=gen)
+            old = before.states.get(sid)
+            if old is None or old.gen != gen:
+                logger.debug("quota.lease", extra={"subscription": sid, "node": node, "gen": gen, "cap": cap,
+                                                   "used": plan.states[sid].seen})
         if plan.unmet and not frozen and plan.reserved >= tenant.quota:
             logger.debug("quota.exhausted", extra={"tenant": tenant_id, "quota": tenant.quota, "unmet": plan.unmet})
     existing = set(snap.subscriptions)

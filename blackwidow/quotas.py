@@ -195,9 +195,11 @@ def _boot_after_send(old: Holder | None) -> str | None:
     return UNKNOWN if old.boot is None else old.boot      # an earlier send was never answered
 
 
-def levels(total: int, lo: Mapping[str, int], want: Mapping[str, int]) -> dict[str, int]:
+def levels(total: int, lo: Mapping[str, int], want: Mapping[str, int],
+           prefer: Mapping[str, int] | None = None) -> dict[str, int]:
     """Max-min fair targets: clamp(L, lo, want) for the highest water level L whose sum fits `total`
-    (never below lo, even when the lows alone exceed it); what rounding leaves goes one each in key order."""
+    (never below lo, even when the lows alone exceed it). What rounding leaves goes one each, first to
+    the highest `prefer` (the current caps: a cap that has the extra unit keeps it), then in key order."""
     def filled(level: int) -> int:
         return sum(min(max(level, lo[k]), want[k]) for k in lo)
     low, high = 0, max(want.values(), default=0)
@@ -209,7 +211,7 @@ def levels(total: int, lo: Mapping[str, int], want: Mapping[str, int]) -> dict[s
             high = mid - 1
     out = {k: min(max(low, lo[k]), want[k]) for k in lo}
     left = total - sum(out.values())
-    for k in sorted(lo):
+    for k in sorted(lo, key=lambda k: (-(prefer or {}).get(k, 0), k)):
         if left <= 0:
             break
         if out[k] < want[k]:
@@ -240,7 +242,7 @@ def _share(caps: dict[str, int], floors: dict[str, int], subs: Mapping[str, Sub]
         keep[sid] = max(want[sid], cap)               # a busy one is not cut below what it holds...
     tight = sum(keep.values()) > share
     # ...unless that is above the fair level; with room for everyone, nothing is cut
-    level = levels(share, floors, keep) if tight else {sid: max(keep[sid], caps[sid]) for sid in caps}
+    level = levels(share, floors, keep, caps) if tight else {sid: max(keep[sid], caps[sid]) for sid in caps}
     out, costs = {}, {}
     for sid, cap in caps.items():
         if level[sid] < cap:

@@ -191,7 +191,15 @@ class DataSource:
         self.complete = False
         batches = self.client.revision_batches(self.page, start=resume.timestamp if resume else None,
                                                content=content, cancel=self._stop, on_retry=self._on_retry)
-        for batch in prefetched(batches, self._stop):
+        start = resume
+
+        def fresh_in(batch) -> int:
+            return sum(1 for r in batch if start is None or (r.timestamp, r.rev_id) > (start.timestamp, start.rev_id))
+
+        def wanted(pending: int) -> bool:
+            more = self._need()[0]
+            return more is None or more > pending
+        for batch in prefetched(batches, self._stop, wanted=wanted, size=fresh_in):
             fresh = [r for r in batch if resume is None or (r.timestamp, r.rev_id) > (resume.timestamp,
                                                                                        resume.rev_id)]
             allowances = self._allowances()
@@ -207,6 +215,8 @@ class DataSource:
             self.store.write(fresh)
             resume = ResumePoint(fresh[-1].rev_id, fresh[-1].timestamp)
             self._delivered(fresh, allowances)
+        if self._need()[0] == 0:
+            return          # stopped at the caps (no batch past them was requested): more may be there
         self.complete = True
 
     def _backfill_content(self) -> None:
@@ -271,12 +281,17 @@ class DataSource:
 _END = object()
 
 
-def prefetched(batches, stop: threading.Event, depth: int = 1):
+def prefetched(batches, stop: threading.Event, depth: int = 1, wanted: Callable[[int], bool] | None = None,
+               size: Callable[[list], int] = len):
     """Iterate `batches` while a helper thread fetches the next one, so the API request of batch
     k+1 overlaps the store write of batch k. Exceptions reach the consumer in order; the helper
-    ends when the consumer stops early, when `stop` is set, or at the end."""
+    ends when the consumer stops early, when `stop` is set, or at the end. `wanted(pending)`, asked
+    before each request but the first with the revisions fetched and not yet consumed (`size` of
+    each batch): False ends the helper (a capped subscriber needs no batch beyond its cap)."""
     q: queue.Queue = queue.Queue(maxsize=depth)
     done = threading.Event()
+    pending = [0]
+    lock = threading.Lock()
 
     def put(item) -> bool:
         while not (done.is_set() or stop.is_set()):
@@ -289,7 +304,20 @@ def prefetched(batches, stop: threading.Event, depth: int = 1):
 
     def produce() -> None:
         try:
-            for batch in batches:
+            it, first = iter(batches), True
+            while True:
+                if not first and wanted is not None:
+                    with lock:
+                        ahead = pending[0]
+                    if not wanted(ahead):
+                        break
+                first = False
+                try:
+                    batch = next(it)
+                except StopIteration:
+                    break
+                with lock:
+                    pending[0] += size(batch)
                 if not put((batch, None)):
                     return
             put((_END, None))
@@ -310,5 +338,7 @@ def prefetched(batches, stop: threading.Event, depth: int = 1):
             if batch is _END:
                 return
             yield batch
+            with lock:
+                pending[0] -= size(batch)
     finally:
         done.set()

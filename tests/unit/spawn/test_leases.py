@@ -57,6 +57,26 @@ def test_a_subscriber_with_headroom_says_when_its_source_has_the_whole_history()
     assert (st.state, st.revisions, st.lease.caught_up) == ("running", 30, True)
 
 
+def test_no_batch_past_the_cap_is_requested():
+    h = Harness(revisions=200, batch=10)
+    pulled = []
+    batches = h.wiki.revision_batches
+
+    def counting(page, **kw):
+        for batch in batches(page, **kw):
+            pulled.append(len(batch))
+            yield batch
+    h.wiki.revision_batches = counting
+    h.registry.upsert(leased())
+    lease(h, cap=25)
+    h.run()
+    assert (h.status("a").revisions, pulled) == (25, [10, 10, 10])     # 3 requests, none ahead of need
+    # the next pass starts at the newest stored revision (inclusive): that one is not counted as new
+    lease(h, cap=35, gen=2)
+    h.run()
+    assert (h.status("a").revisions, pulled[3:]) == (35, [10, 10])
+
+
 def test_an_expired_lease_is_never_spent():
     h = Harness(revisions=50, batch=10)
     h.registry.upsert(leased())
