@@ -15,55 +15,22 @@ nothing. The difference between the two is what the tenant quota costs.
 import argparse
 import os
 import secrets
-import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 from bench.common import CASSANDRA_HOSTS, LOCAL_WIKI, ROOT, USER_AGENT, cassandra_keyspace, heading, pg_database, \
     table, verdict
+from bench.recovery import BIN, Cluster
 from shared.hashing import wiki_key
-from shared.http import make_session
 from shared.revisions.cassandra_store import CassandraRevisionStore
-from tools.demo import Processes, free_port, wait_http
+from tools.demo import free_port, wait_http
 
 QUOTA = 1000
 TITLES = ("Synthetic article 1", "Orb-weaver spider", "Spider silk", "Ünïcödé – 東京", "Tarantula", "Web crawler")
 SPAWNS = 3
 SAMPLE_S = 0.25
 QUIET_S = 6.0          # nothing moved for this long: the run is over
-BIN = Path(sys.executable).parent
-
-
-class Cluster:
-    """Hub API, scheduler and spawns as processes of their own (logs under the run's directory)."""
-
-    def __init__(self, env: dict, log_dir: Path):
-        self.env = env
-        self.procs = Processes(log_dir)
-        self.http = make_session(USER_AGENT)
-        self.admin = {"Authorization": f"Bearer {env['BW_ADMIN_TOKEN']}"}
-        self.hub = f"http://127.0.0.1:{free_port(0)}"
-        self.spawns: dict[str, subprocess.Popen] = {}
-
-    def start_hub(self) -> None:
-        self.procs.start("hub", [str(BIN / "blackwidow"), "serve", "--bind", self.hub.removeprefix("http://")],
-                         self.env)
-        self.procs.start("scheduler", [str(BIN / "blackwidow"), "scheduler"], self.env)
-        wait_http(self.hub + "/health", self.procs)
-
-    def start_spawn(self, i: int) -> None:
-        url = f"http://127.0.0.1:{free_port(0)}"
-        self.spawns[url] = self.procs.start(f"spawn{i}", [str(BIN / "spawn"), "serve", "--hub", self.hub,
-                                                          "--bind", url.removeprefix("http://")], self.env)
-        wait_http(url + "/health", self.procs)
-
-    def kill_spawn(self, url: str) -> None:
-        proc = self.spawns.pop(url)
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-        self.procs.procs = [(n, p) for n, p in self.procs.procs if p is not proc]
 
 
 def metric(http, url: str, name: str, **labels) -> float:
@@ -101,6 +68,7 @@ def scenario(cluster: Cluster, store, kind: str, kill: bool, scheduler_metrics: 
     subprocess.run([str(BIN / "blackwidow"), "migrate"], env=cluster.env, cwd=ROOT, capture_output=True,
                    check=True)
     cluster.start_hub()
+    wait_http(hub + "/health", cluster.procs)
     for i in range(SPAWNS):
         cluster.start_spawn(i + 1)
     tenant = http.post(hub + "/v1/tenants", headers=admin, timeout=10,
