@@ -115,11 +115,6 @@ def save_tenants(session: Session, changes: Mapping[str, dict]) -> None:
         session.execute(sa.update(Tenant).where(Tenant.id == tenant_id).values(**values))
 
 
-def mark_unleased(session: Session, tenant_id: str, at: datetime) -> None:
-    """A quota was just set on a tenant that had none: copies may still run without a lease."""
-    session.execute(sa.update(Tenant).where(Tenant.id == tenant_id).values(unleased_at=at))
-
-
 def tenant_quota_rows(session: Session) -> list[tuple[str, str, int | None, int, int]]:
     """(id, name, quota, used, reserved) of every tenant, for metrics."""
     used = sa.func.coalesce(sa.func.sum(Subscription.revisions), 0)
