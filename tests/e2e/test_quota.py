@@ -9,6 +9,7 @@ import pytest
 
 from shared.hashing import wiki_key
 from shared.revisions.cassandra_store import CassandraRevisionStore
+from tests.e2e.cluster import INTERVAL_S
 from tests.e2e.harvest_check import targets
 from tests.support.processes import wait_for
 
@@ -49,15 +50,16 @@ class Watch:
             assert time.monotonic() < deadline, f"{what} not reached within {timeout} s: {now}"
             time.sleep(0.3)
 
-    def settled(self, quiet_s: float = 6.0, timeout: float = 240) -> dict:
-        """Wait until the tenant used at least 95 % and nothing moved for `quiet_s`."""
+    def settled(self, quiet_s: float = 6.0, timeout: float = 240, least: float = 0.95 * QUOTA) -> dict:
+        """Wait until the tenant used at least `least` and nothing moved for `quiet_s`."""
         last, since, deadline = None, time.monotonic(), time.monotonic() + timeout
         while True:
             now = self.sample()
             key = (now["used"], now["stored"])
             if key != last:
                 last, since = key, time.monotonic()
-            if now["used"] >= 0.95 * QUOTA and time.monotonic() - since >= quiet_s:
+            if now["used"] >= least and time.monotonic() - since >= quiet_s:
+                self.last_change = since
                 return now
             assert time.monotonic() < deadline, f"not settled within {timeout} s: {now}"
             time.sleep(0.3)
@@ -104,6 +106,29 @@ def run(make_cluster, mediawiki, cassandra_session, keyspace, *, kill: bool):
     if killed is not None:
         assert all(s["node"] != killed for s in subs_now.values())
     assert set(by_title) == set(subs_now)
+
+
+def test_a_quota_lowered_below_usage_stops_at_once_and_raised_lets_it_go_on(make_cluster, mediawiki,
+                                                                            cassandra_session, keyspace):
+    cluster = make_cluster(spawn_env={"BW_HOST_DELAY_S": "0.4"}).start(spawns=3)
+    tenant = cluster.tenant("quota-tenant", QUOTA)
+    cluster.subscribe(tenant["id"], mediawiki.api_url, [{"title": t} for t in TITLES], content=True)
+    store = CassandraRevisionStore(cassandra_session, keyspace)
+    watch = Watch(cluster, tenant["id"], store, wiki_key(mediawiki.api_url), targets(mediawiki, list(TITLES)))
+    before = watch.until(lambda t: t["used"] >= 300, 120, "300 revisions delivered")
+    cluster.hub.patch(f"/v1/tenants/{tenant['id']}", {"quota": 100})           # below what is used
+    lowered = time.monotonic()
+    stopped = watch.settled(quiet_s=4.0, least=0)
+    stop_s = watch.last_change - lowered
+    # what was in flight when the quota went down still lands; then nothing more
+    assert stopped["used"] == stopped["stored"] and stopped["leased"] == 0
+    assert stop_s < 4 * INTERVAL_S + 2, f"still growing {stop_s:.1f} s after the quota went down"
+    cluster.hub.patch(f"/v1/tenants/{tenant['id']}", {"quota": stopped["used"] + 300})
+    final = watch.settled(least=stopped["used"] + 0.95 * 300)
+    print(f"\nquota lowered to 100 at {before['used']} delivered: stopped at {stopped['used']} "
+          f"(last change {stop_s:.1f} s after; poll interval {INTERVAL_S} s); raised to {stopped['used'] + 300}: "
+          f"ended at {final['used']} (store {final['stored']})")
+    assert final["used"] == final["stored"] <= stopped["used"] + 300
 
 
 def sub_cap(sub: dict) -> int:
