@@ -35,8 +35,9 @@ class Holder:
     sent_at: float            # when that node was last sent this subscription's lease (hub clock)
     acked: bool = False       # the newest send was answered, so it is not in flight any more
     confirmed: bool = False   # the node reported applying `gen`
-    boot: str | None = None   # the node's process that answered for it (None: only one send so far,
-                              # UNKNOWN: sent more than once without an answer); another one did not see our past
+    # the node's process that answered for it (None: one send so far; UNKNOWN: sent more than once
+    # without an answer); another process did not see our past
+    boot: str | None = None
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,6 @@ from shared.hashing import wiki_key
 from shared.revisions.cassandra_store import CassandraRevisionStore
 from tests.e2e.cluster import INTERVAL_S
 from tests.e2e.harvest_check import targets
-from tests.support.processes import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -140,5 +139,5 @@ def test_a_tenant_quota_is_never_overshot(make_cluster, mediawiki, cassandra_ses
 
 
 def test_a_tenant_quota_is_never_overshot_when_a_spawn_is_killed(make_cluster, mediawiki, cassandra_session,
-                                                                  keyspace):
+                                                                 keyspace):
     run(make_cluster, mediawiki, cassandra_session, keyspace, kill=True)

@@ -151,10 +151,10 @@ class World:
         for sid in list(proc.subs):
             if sid not in msg.assigned and (not self.faults or self.rng.random() < 0.7):    # the hub's DROP
                 self.remove(proc, sid)
-        return proc.boot * 1000 + proc.detaches, {sid: Reported(count=s.count, running=True, lease_gen=s.gen or None,
-                                         lease_cap=s.cap if s.gen else None, synced=bool(s.gen) and s.synced_gen >= s.gen,
-                                         caught_up=s.count >= self.pages[sid])
-                           for sid, s in proc.subs.items()}
+        return proc.boot * 1000 + proc.detaches, {
+            sid: Reported(count=s.count, running=True, lease_gen=s.gen or None, lease_cap=s.cap if s.gen else None,
+                          synced=bool(s.gen) and s.synced_gen >= s.gen, caught_up=s.count >= self.pages[sid])
+            for sid, s in proc.subs.items()}
 
     def remove(self, proc: Process, sid: str) -> None:
         sub = proc.subs.pop(sid)
