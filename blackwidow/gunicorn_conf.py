@@ -5,6 +5,8 @@ multiprocess directory under BW_DATA_DIR, removed when the server stops."""
 import os
 import shutil
 
+from blackwidow.metrics_dir import PREFIX, remove_dead_servers_dirs
+
 bind = os.environ.get("BW_BIND", "127.0.0.1:8700")
 workers = int(os.environ.get("BW_WORKERS", "3"))
 worker_class = "sync"
@@ -19,26 +21,12 @@ loglevel = "warning"
 # Must be in the environment before any worker imports prometheus_client.
 _data_dir = os.environ.get("BW_DATA_DIR") or ".run/data"
 _metrics_dir = os.environ.setdefault(
-    "PROMETHEUS_MULTIPROC_DIR", os.path.abspath(os.path.join(_data_dir, f"prometheus-hub.{os.getpid()}")))
-
-
-def _remove_dead_servers_dirs(parent: str) -> None:
-    """A server killed -9 never ran on_exit: drop directories whose master pid is gone."""
-    for name in os.listdir(parent) if os.path.isdir(parent) else ():
-        head, _, pid = name.rpartition(".")
-        if head != "prometheus-hub" or not pid.isdigit():
-            continue
-        try:
-            os.kill(int(pid), 0)
-        except ProcessLookupError:
-            shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
-        except PermissionError:
-            pass    # alive, someone else's
+    "PROMETHEUS_MULTIPROC_DIR", os.path.abspath(os.path.join(_data_dir, f"{PREFIX}.{os.getpid()}")))
 
 
 def on_starting(server):
     shutil.rmtree(_metrics_dir, ignore_errors=True)
-    _remove_dead_servers_dirs(os.path.dirname(_metrics_dir))
+    remove_dead_servers_dirs(os.path.dirname(_metrics_dir))
     os.makedirs(_metrics_dir, exist_ok=True)
 
 

@@ -3,7 +3,7 @@ import os
 import subprocess
 import sys
 
-from blackwidow import gunicorn_conf
+from blackwidow.metrics_dir import remove_dead_servers_dirs
 
 
 def test_only_directories_of_dead_servers_are_removed(tmp_path):
@@ -11,6 +11,6 @@ def test_only_directories_of_dead_servers_are_removed(tmp_path):
     dead.wait()
     for name in (f"prometheus-hub.{dead.pid}", f"prometheus-hub.{os.getpid()}", "prometheus-hub.x", "revisions"):
         (tmp_path / name).mkdir()
-    gunicorn_conf._remove_dead_servers_dirs(str(tmp_path))
+    remove_dead_servers_dirs(str(tmp_path))
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         [f"prometheus-hub.{os.getpid()}", "prometheus-hub.x", "revisions"])
