@@ -15,16 +15,15 @@ nothing. The difference between the two is what the tenant quota costs.
 import argparse
 import os
 import secrets
-import subprocess
 import time
 from pathlib import Path
 
 from bench.common import CASSANDRA_HOSTS, LOCAL_WIKI, ROOT, USER_AGENT, cassandra_keyspace, heading, pg_database, \
     table, verdict
-from bench.recovery import BIN, Cluster
+from bench.recovery import Cluster
 from shared.hashing import wiki_key
 from shared.revisions.cassandra_store import CassandraRevisionStore
-from tools.demo import free_port, wait_http
+from tools.demo import free_port
 
 QUOTA = 1000
 TITLES = ("Synthetic article 1", "Orb-weaver spider", "Spider silk", "Ünïcödé – 東京", "Tarantula", "Web crawler")
@@ -65,12 +64,7 @@ def one_run(kind: str, kill: bool, log_dir: Path) -> dict:
 
 def scenario(cluster: Cluster, store, kind: str, kill: bool, scheduler_metrics: str) -> dict:
     http, hub, admin = cluster.http, cluster.hub, cluster.admin
-    subprocess.run([str(BIN / "blackwidow"), "migrate"], env=cluster.env, cwd=ROOT, capture_output=True,
-                   check=True)
-    cluster.start_hub()
-    wait_http(hub + "/health", cluster.procs)
-    for i in range(SPAWNS):
-        cluster.start_spawn(i + 1)
+    cluster.start(SPAWNS)
     tenant = http.post(hub + "/v1/tenants", headers=admin, timeout=10,
                        json={"name": "bench", "quota": QUOTA if kind == "tenant" else None}).json()
     shares = [QUOTA // len(TITLES) + (i < QUOTA % len(TITLES)) for i in range(len(TITLES))]

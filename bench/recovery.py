@@ -47,6 +47,15 @@ class Cluster:
                                                    self.hub.removeprefix("http://")], self.env)
         self.procs.start(f"scheduler{self.generation}", [str(BIN / "blackwidow"), "scheduler"], self.env)
 
+    def start(self, spawns: int) -> None:
+        """Migrate, start hub and scheduler, then `spawns` spawns, each answering /health."""
+        subprocess.run([str(BIN / "blackwidow"), "migrate"], env=self.env, cwd=ROOT, capture_output=True,
+                       check=True)
+        self.start_hub()
+        wait_http(self.hub + "/health", self.procs)
+        for i in range(spawns):
+            self.start_spawn(i + 1)
+
     def kill_hub(self) -> None:
         for name, proc in self.procs.procs:
             if name in (f"hub{self.generation}", f"scheduler{self.generation}") and proc.poll() is None:
@@ -142,12 +151,7 @@ def main() -> None:
 
 def scenario(cluster: Cluster, titles: list[str]) -> tuple[list[tuple], dict[str, float]]:
     http, hub = cluster.http, cluster.hub
-    subprocess.run([str(BIN / "blackwidow"), "migrate"], env=cluster.env, cwd=ROOT, capture_output=True,
-                   check=True)
-    cluster.start_hub()
-    wait_http(hub + "/health", cluster.procs)
-    for i in range(SPAWNS):
-        cluster.start_spawn(i + 1)
+    cluster.start(SPAWNS)
     tenant = http.post(hub + "/v1/tenants", json={"name": "bench", "quota": None}, headers=cluster.admin,
                        timeout=10).json()
     created = http.post(hub + "/v1/subscriptions/bulk", headers=cluster.admin, timeout=30, json={
