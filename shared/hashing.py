@@ -1,6 +1,6 @@
 """Stable hashing and identifiers: the same value in every process and on every host.
 
-Python's built-in hash() is salted per process (PYTHONHASHSEED), so it must never route work.
+Python's built-in hash is salted per process (PYTHONHASHSEED), so it must never route work.
 """
 import hashlib
 import uuid
