@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 import requests
 
+from blackwidow.admin_client import AdminClient
 from shared.hashing import wiki_key
 from shared.http import make_session
 
@@ -180,7 +181,7 @@ def main(argv=None) -> int:
     hub_port = free_port(8700)
     hub = f"http://127.0.0.1:{hub_port}"
     http = make_session(USER_AGENT)
-    admin = {"Authorization": f"Bearer {admin_token}"}
+    admin = AdminClient(http, hub, admin_token)
     started = time.monotonic()
     try:
         subprocess.run([str(BIN / "blackwidow"), "migrate"], env=env, check=True, cwd=ROOT)
@@ -194,12 +195,10 @@ def main(argv=None) -> int:
             wait_http(f"http://127.0.0.1:{port}/health", procs)
         print(f"hub {hub}, scheduler and {args.spawns} spawns started ({args.stack} stack); logs in {run / 'logs'}")
 
-        tenant = http.post(hub + "/v1/tenants", json={"name": "demo", "quota": None}, headers=admin,
-                           timeout=10).json()
-        created = http.post(hub + "/v1/subscriptions/bulk", headers=admin, timeout=30, json={
+        tenant = admin.call("POST", "/v1/tenants", body={"name": "demo", "quota": None})
+        created = admin.call("POST", "/v1/subscriptions/bulk", body={
             "tenant_id": tenant["id"], "wiki": args.wiki, "items": [{"title": t} for t in titles]})
-        created.raise_for_status()
-        print(f"tenant {tenant['id']} subscribed to {created.json()['count']} articles on {args.wiki}")
+        print(f"tenant {tenant['id']} subscribed to {created['count']} articles on {args.wiki}")
 
         targets = latest_revids(http, args.wiki, titles)
         previous, rates, done = {}, {}, False
@@ -208,8 +207,8 @@ def main(argv=None) -> int:
             procs.check()
             if time.monotonic() - started > args.timeout:
                 raise RuntimeError(f"harvest not complete after {args.timeout:.0f} s")
-            subs = list(_pages(http, hub + "/v1/subscriptions", admin))
-            nodes = http.get(hub + "/v1/nodes", headers=admin, timeout=10).json()["items"]
+            subs = list(admin.pages("/v1/subscriptions", {"limit": 1000}))
+            nodes = admin.call("GET", "/v1/nodes")["items"]
             now = time.monotonic()
             for s in subs:
                 before = previous.get(s["id"])
@@ -229,16 +228,6 @@ def main(argv=None) -> int:
     finally:
         procs.stop()
         print("stopped hub, scheduler and spawns")
-
-
-def _pages(http, url, headers):
-    params = {"limit": 1000}
-    while True:
-        page = http.get(url, params=params, headers=headers, timeout=10).json()
-        yield from page["items"]
-        if not page.get("next_cursor"):
-            return
-        params["cursor"] = page["next_cursor"]
 
 
 def report(env, args, subs, expected, elapsed) -> int:
