@@ -9,6 +9,8 @@ from sqlalchemy import event
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
+from shared.sqlite_wal import enable_wal
+
 logger = logging.getLogger(__name__)
 
 SQLITE_BUSY_TIMEOUT_MS = 5000
@@ -17,8 +19,8 @@ PG_CONNECT_TIMEOUT_S = 5
 
 def _sqlite_pragmas(dbapi_conn, _record) -> None:
     # WAL lets the API workers read while the scheduler writes; foreign keys make ON DELETE CASCADE work.
+    enable_wal(dbapi_conn, SQLITE_BUSY_TIMEOUT_MS / 1000)
     cur = dbapi_conn.cursor()
-    cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA foreign_keys=ON")
     cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
     cur.execute("PRAGMA synchronous=NORMAL")

@@ -15,6 +15,7 @@ from shared.revisions.derived import (
     utc)
 from shared.revisions.model import PageState, ResumePoint, Revision
 from shared.revisions.store import StoreError
+from shared.sqlite_wal import enable_wal
 
 BUSY_TIMEOUT_S = 30.0
 READ_CHUNK = 1000
@@ -117,7 +118,7 @@ class SQLiteRevisionStore:
             conn = sqlite3.connect(self._path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
                                    check_same_thread=False)
             conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-            conn.execute("PRAGMA journal_mode = WAL")
+            enable_wal(conn, BUSY_TIMEOUT_S)
             conn.execute("PRAGMA synchronous = NORMAL")
             self._local.conn = conn
             with self._lock:
