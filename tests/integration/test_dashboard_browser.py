@@ -12,7 +12,7 @@ from blackwidow.db import make_sessionmaker
 from blackwidow.models import utcnow
 from tests.fixtures import dashboard
 from tests.fixtures.hub import ADMIN, ADMIN_TOKEN
-from tests.integration.test_hub_serve import Hub
+from tests.integration.test_hub_serve import serve_only
 
 pytestmark = pytest.mark.integration
 CHROMIUM = os.environ.get("BW_CHROMIUM", "/usr/bin/chromium")
@@ -96,10 +96,9 @@ def seeded_hub(tmp_path_factory):
     assert os.access(CHROMIUM, os.X_OK), f"no {CHROMIUM}: run scripts/services/browser.sh up (make test does)"
     run = tmp_path_factory.mktemp("dashboard")
     database_url = f"sqlite:///{run / 'hub.db'}"
-    hub = Hub({"BW_DATABASE_URL": database_url, "BW_DATA_DIR": str(run / "data")}, run / "hub.log")
+    hub = serve_only({"BW_DATABASE_URL": database_url, "BW_DATA_DIR": str(run / "data")}, run)
     maker = None
     try:
-        hub.wait_healthy()
         maker = make_sessionmaker(database_url)
 
         def post(path, body, headers):

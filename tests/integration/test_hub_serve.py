@@ -1,11 +1,6 @@
 """A real `blackwidow serve` (gunicorn, two workers) on a free port: it migrates its store, answers
 /health, refuses unauthenticated calls, serves the admin CLI, and sums request metrics over workers."""
-import json
 import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -13,51 +8,18 @@ import requests
 import sqlalchemy as sa
 
 from tests.fixtures.hub import ADMIN, ADMIN_TOKEN, LOCAL_WIKI, NODE_SECRET
-from tests.integration.spawn.processes import free_port
+from tests.support.hub import HubProcesses
+from tests.support.processes import free_port
 
 pytestmark = pytest.mark.integration
-ROOT = Path(__file__).resolve().parents[2]
-BLACKWIDOW = [sys.executable, "-m", "blackwidow.cli"]
 
 
-class Hub:
-    def __init__(self, env: dict, log_path: Path):
-        self.url = f"http://127.0.0.1:{free_port()}"
-        self.env = {**os.environ, "PYTHONPATH": str(ROOT), "BW_ADMIN_TOKEN": ADMIN_TOKEN,
-                    "BW_NODE_SECRET": NODE_SECRET, "BW_WIKI_ALLOWLIST": "127.0.0.1:8780",
-                    "BW_HUB_URL": self.url, **env}
-        self.env.pop("PROMETHEUS_MULTIPROC_DIR", None)
-        self.log = open(log_path, "ab")
-        self.proc = subprocess.Popen([*BLACKWIDOW, "serve", "--bind", self.url.removeprefix("http://"),
-                                      "--workers", "2"], cwd=ROOT, env=self.env, stdout=self.log,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
-
-    def wait_healthy(self, timeout=60.0):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            assert self.proc.poll() is None, "blackwidow serve exited early"
-            try:
-                if requests.get(self.url + "/health", timeout=2).status_code == 200:
-                    return
-            except requests.ConnectionError:
-                pass
-            time.sleep(0.2)
-        raise AssertionError("the hub did not become healthy")
-
-    def admin(self, *argv, stdin=None):
-        done = subprocess.run([*BLACKWIDOW, "admin", *argv], cwd=ROOT, env=self.env, input=stdin,
-                              capture_output=True, text=True, timeout=60)
-        return done.returncode, json.loads(done.stdout or done.stderr or "null")
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)      # the gunicorn master (serve exec'd into it)
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(5)
-        self.log.close()
+def serve_only(env: dict, run_dir: Path) -> HubProcesses:
+    """`blackwidow serve` with two gunicorn workers and no scheduler, healthy when this returns."""
+    hub = HubProcesses({"BW_NODE_SECRET": NODE_SECRET, "BW_WIKI_ALLOWLIST": "127.0.0.1:8780", **env}, run_dir,
+                       admin_token=ADMIN_TOKEN)
+    hub.start_api("serve", workers=2)
+    return hub
 
 
 @pytest.fixture(params=["sqlite-default", "postgresql"])
@@ -73,9 +35,8 @@ def hub(request, tmp_path):
         env["BW_DATABASE_URL"] = f"{base}?options=-csearch_path%3D{schema}"
     else:
         env["BW_DATABASE_URL"] = ""        # unset: the embedded SQLite store under BW_DATA_DIR
-    hub = Hub(env, tmp_path / "hub.log")
+    hub = serve_only(env, tmp_path)
     try:
-        hub.wait_healthy()
         yield hub
     finally:
         hub.stop()

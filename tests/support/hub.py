@@ -1,10 +1,13 @@
 """The hub as real processes: `blackwidow serve` (gunicorn) and `blackwidow scheduler`, started, killed,
 frozen and restarted separately on one configuration database, plus an admin HTTP session."""
+import json
+import os
+import subprocess
 from pathlib import Path
 
 import requests
 
-from tests.support.processes import BIN, LoggedProcess, free_port, wait_for
+from tests.support.processes import BIN, ROOT, LoggedProcess, free_port, wait_for
 
 
 class HubProcesses:
@@ -26,8 +29,9 @@ class HubProcesses:
         self.start_api(tag)
         self.start_scheduler(tag)
 
-    def start_api(self, tag: str) -> None:
-        self.api = LoggedProcess([str(BIN / "blackwidow"), "serve", "--bind", f"127.0.0.1:{self.port}"],
+    def start_api(self, tag: str, *, workers: int | None = None) -> None:
+        extra = ["--workers", str(workers)] if workers else []
+        self.api = LoggedProcess([str(BIN / "blackwidow"), "serve", "--bind", f"127.0.0.1:{self.port}", *extra],
                                  self.env, self.run_dir / f"api-{tag}.log")
         self.started.append(self.api)
         wait_for(self.healthy, 90, 0.2, f"/health of the hub API ({self.api.log})")
@@ -67,6 +71,13 @@ class HubProcesses:
             return False
 
     # -- admin API ----------------------------------------------------------------------------
+    def admin(self, *argv: str, stdin: str | None = None) -> tuple[int, object]:
+        """`blackwidow admin …` against this hub: (exit code, its JSON answer)."""
+        done = subprocess.run([str(BIN / "blackwidow"), "admin", *argv], cwd=ROOT, input=stdin,
+                              env={**os.environ, **self.env, "BW_HUB_URL": self.url},
+                              capture_output=True, text=True, timeout=60)
+        return done.returncode, json.loads(done.stdout or done.stderr or "null")
+
     def get(self, path: str, **params) -> dict:
         resp = self.http.get(f"{self.url}{path}", params=params, timeout=10)
         resp.raise_for_status()
