@@ -1,6 +1,7 @@
 """JSON shapes exchanged between hub and spawns, with strict parsing. Pure: no I/O.
 
-Hub -> spawn:  PUT /v1/subscriptions/{id}  body = SubscriptionSpec
+Hub -> spawn:  PUT /v1/subscriptions/{id}  body = SubscriptionSpec -> PutAck
+               POST /v1/subscriptions      body = SendBatch (drops and puts) -> SendBatchAck
                POST /v1/status             body = Poll (heartbeat, assigned ids)
 Spawn -> hub:  POST /v1/nodes              body = Registration -> RegistrationAck
 Spawn reply to a poll: StatusReport.
@@ -9,11 +10,13 @@ Quota leases (docs/quotas.md) ride on the Poll (Lease) and come back in each Sub
 Secrets never appear in these shapes; they travel only in the Authorization header.
 """
 from dataclasses import asdict, dataclass, field
-from typing import Mapping
+from typing import Iterable, Mapping
 
-from shared.errors import ValidationError
+from shared.errors import BlackWidowError, PayloadTooLarge, ValidationError
 
 STATES = ("pending", "assigned", "running", "waiting", "limit_reached", "failed", "disabled")
+# Drops plus puts in one SendBatch; the spawn refuses more (413). The hub sends at most half of it.
+MAX_BATCH_ITEMS = 1000
 
 
 def _req(body: dict, name: str, kind, *, optional=False, default=None):
@@ -59,6 +62,108 @@ class SubscriptionSpec:
             quota=quota,
             leased=_req(body, "leased", bool, optional=True, default=False),
         )
+
+
+@dataclass(frozen=True)
+class PutAck:
+    """The spawn's answer to one put (PUT /v1/subscriptions/{id}, or an item of a SendBatch);
+    changed=False means it already ran this spec."""
+    id: str
+    state: str
+    changed: bool
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, body: dict) -> "PutAck":
+        return cls(id=_req(body, "id", str), state=_req(body, "state", str),
+                   changed=_req(body, "changed", bool))
+
+
+@dataclass(frozen=True)
+class DropAck:
+    """The spawn's answer to one drop; removed=False means it did not hold the id (still a success)."""
+    id: str
+    removed: bool
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, body: dict) -> "DropAck":
+        return cls(id=_req(body, "id", str), removed=_req(body, "removed", bool))
+
+
+@dataclass(frozen=True)
+class ItemError:
+    """One item of a SendBatch the spawn refused ({id, error: {code, message, field}}); the other
+    items were applied. `id` is None when the item carried no string id."""
+    id: str | None
+    code: str
+    message: str
+    field: str | None = None
+
+    @classmethod
+    def of(cls, item_id: str | None, exc: BlackWidowError) -> "ItemError":
+        return cls(id=item_id, code=exc.code, message=exc.message, field=exc.field)
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "error": {"code": self.code, "message": self.message, "field": self.field}}
+
+    @classmethod
+    def from_dict(cls, body: dict) -> "ItemError":
+        error = _req(body, "error", dict)
+        return cls(id=_req(body, "id", str, optional=True), code=_req(error, "code", str),
+                   message=_req(error, "message", str), field=_req(error, "field", str, optional=True))
+
+
+@dataclass(frozen=True)
+class SendBatch:
+    """Hub -> spawn: POST /v1/subscriptions, many sends in one request. The spawn applies every drop,
+    then every put, each exactly as DELETE and PUT /v1/subscriptions/{id} do, and answers a
+    SendBatchAck. Puts stay spec bodies here: the spawn parses each on its own, so a bad spec fails
+    only itself. At most MAX_BATCH_ITEMS items (413 naming the list that crosses it)."""
+    drops: tuple[str, ...] = ()
+    puts: tuple[dict, ...] = ()
+
+    @classmethod
+    def of(cls, drops: Iterable[str] = (), specs: Iterable[SubscriptionSpec] = ()) -> "SendBatch":
+        return cls(drops=tuple(drops), puts=tuple(s.to_dict() for s in specs))
+
+    def to_dict(self) -> dict:
+        return {"drops": list(self.drops), "puts": list(self.puts)}
+
+    @classmethod
+    def from_dict(cls, body: dict) -> "SendBatch":
+        drops = _req(body, "drops", list, optional=True, default=[])
+        puts = _req(body, "puts", list, optional=True, default=[])
+        if not all(isinstance(d, str) for d in drops):
+            raise ValidationError("'drops' must be a list of ids", field="drops")
+        if len(drops) + len(puts) > MAX_BATCH_ITEMS:
+            raise PayloadTooLarge(f"a batch holds at most {MAX_BATCH_ITEMS} drops and puts",
+                                  field="drops" if len(drops) > MAX_BATCH_ITEMS else "puts")
+        return cls(drops=tuple(drops), puts=tuple(puts))
+
+
+@dataclass(frozen=True)
+class SendBatchAck:
+    """Spawn -> hub: one answer per item of the SendBatch, in its order (drops, then puts)."""
+    drops: tuple[DropAck | ItemError, ...] = ()
+    puts: tuple[PutAck | ItemError, ...] = ()
+
+    def to_dict(self) -> dict:
+        return {"drops": [a.to_dict() for a in self.drops], "puts": [a.to_dict() for a in self.puts]}
+
+    @classmethod
+    def from_dict(cls, body: dict) -> "SendBatchAck":
+        def items(name: str, ack) -> tuple:
+            try:
+                return tuple(ItemError.from_dict(item) if isinstance(item, dict) and "error" in item
+                             else ack.from_dict(item) for item in _req(body, name, list))
+            except ValidationError as exc:
+                raise ValidationError(f"{name}: {exc.message}", field=name) from None
+        return cls(drops=items("drops", DropAck), puts=items("puts", PutAck))
 
 
 def _count(body: dict, name: str, *, minimum: int = 0) -> int:

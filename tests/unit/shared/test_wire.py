@@ -1,7 +1,8 @@
 import pytest
 
-from shared.errors import ValidationError
-from shared.wire import Poll, Registration, StatusReport, SubscriptionSpec, SubscriptionStatus
+from shared.errors import PayloadTooLarge, ValidationError
+from shared.wire import (MAX_BATCH_ITEMS, DropAck, ItemError, Poll, PutAck, Registration, SendBatch,
+                         SendBatchAck, StatusReport, SubscriptionSpec, SubscriptionStatus)
 
 
 def spec(**kw):
@@ -45,3 +46,35 @@ def test_poll_and_registration_validation():
     with pytest.raises(ValidationError) as err:
         Registration.from_dict({"url": "ftp://x"})
     assert err.value.field == "url"
+
+
+def test_send_batch_and_its_ack_round_trip():
+    s1 = SubscriptionSpec.from_dict(spec())
+    batch = SendBatch.of(["old"], [s1])
+    assert batch.to_dict() == {"drops": ["old"], "puts": [s1.to_dict()]}
+    assert SendBatch.from_dict(batch.to_dict()) == batch
+    assert SendBatch.from_dict({}) == SendBatch()
+    ack = SendBatchAck(drops=(DropAck("old", False),),
+                       puts=(PutAck("s1", "running", False), ItemError("s2", "invalid", "bad", "title")))
+    assert ack.to_dict()["puts"][1] == {"id": "s2",
+                                        "error": {"code": "invalid", "message": "bad", "field": "title"}}
+    assert SendBatchAck.from_dict(ack.to_dict()) == ack
+
+
+def test_send_batch_item_limit_names_the_list_that_crosses_it():
+    with pytest.raises(PayloadTooLarge) as err:
+        SendBatch.from_dict({"drops": ["d"] * (MAX_BATCH_ITEMS + 1)})
+    assert err.value.field == "drops"
+    with pytest.raises(PayloadTooLarge) as err:
+        SendBatch.from_dict({"drops": ["d"] * 10, "puts": [spec()] * (MAX_BATCH_ITEMS - 9)})
+    assert err.value.field == "puts"
+    assert len(SendBatch.from_dict({"drops": ["d"] * 10, "puts": [spec()] * (MAX_BATCH_ITEMS - 10)}).puts) > 0
+
+
+@pytest.mark.parametrize("body, field", [({"drops": [{"id": "d"}], "puts": []}, "drops"),
+                                         ({"drops": [], "puts": [{"id": "s", "state": "running"}]}, "puts"),
+                                         ({"drops": []}, "puts")])
+def test_send_batch_ack_errors_name_the_list(body, field):
+    with pytest.raises(ValidationError) as err:
+        SendBatchAck.from_dict(body)
+    assert err.value.field == field
