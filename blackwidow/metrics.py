@@ -20,6 +20,12 @@ class SchedulerMetrics:
         self.reloads = Counter("bw_hub_reloads", "Reloads by kind (hard, soft)", ["kind"], registry=r)
         self.sends = Counter("bw_hub_sends", "Sends to nodes by action (put, drop) and result (ok, failed)",
                              ["action", "result"], registry=r)
+        self.send_requests = Counter("bw_hub_send_requests", "Requests carrying sends to nodes (up to "
+                                     "blackwidow.sends.BATCH_SIZE each) by result (ok, failed)", ["result"],
+                                     registry=r)
+        self.send_request_seconds = Histogram("bw_hub_send_request_seconds",
+                                              "Latency of one request carrying sends", buckets=POLL_BUCKETS,
+                                              registry=r)
         self.adoptions = Counter("bw_hub_adoptions", "Subscriptions found already running where routing wants "
                                  "them, recorded without a send", registry=r)
         self.nodes_removed = Counter("bw_hub_nodes_removed", "Nodes marked dead after consecutive failed polls",

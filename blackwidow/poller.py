@@ -12,10 +12,10 @@ from datetime import datetime, timezone
 from typing import Callable
 
 from blackwidow.store import coordination as store
-from blackwidow import leasing, reload, router
+from blackwidow import leasing, reload, router, sends
 from blackwidow.store.coordination import AssignmentView, Snapshot, SubscriptionView
 from blackwidow.metrics import SchedulerMetrics
-from blackwidow.spawn_client import SpawnClient, SpawnError, SpawnUnreachable
+from blackwidow.spawn_client import SpawnClient, SpawnError
 from blackwidow.tick_gc import without_cyclic_gc
 from shared.config import HubConfig
 from shared.wire import Poll, StatusReport
@@ -54,13 +54,6 @@ class TickResult:
     drop_failures: int
     adopted: int
     seconds: float
-
-
-@dataclass(frozen=True)
-class _Outcome:
-    action: reload.Put | reload.Drop
-    ok: bool
-    state: str | None = None         # the node's answer to a put
 
 
 @without_cyclic_gc
@@ -216,50 +209,26 @@ def _resend_due(assignment: AssignmentView | None, at: datetime) -> bool:
     return (at - assignment.sent_at).total_seconds() >= FAILED_RESEND_AFTER_S
 
 
-def _execute(client: SpawnClient, plan: reload.Plan, snap: Snapshot, metrics: SchedulerMetrics) -> list[_Outcome]:
-    """Send each node its drops then its puts, nodes concurrently. After a node turns out
-    unreachable its remaining actions are skipped (counted as failed, retried next tick)."""
-    by_node: dict[str, list] = {}
-    for action in (*plan.drops, *plan.puts):
-        by_node.setdefault(action.node_id, []).append(action)
+def _execute(client: SpawnClient, plan: reload.Plan, snap: Snapshot,
+             metrics: SchedulerMetrics) -> list[sends.Outcome]:
+    """Send each node its drops then its puts in batched requests (blackwidow.sends), nodes concurrently."""
+    drops: dict[str, list[reload.Drop]] = {}
+    puts: dict[str, list[reload.Put]] = {}
+    for drop in plan.drops:
+        drops.setdefault(drop.node_id, []).append(drop)
+    for put in plan.puts:
+        puts.setdefault(put.node_id, []).append(put)
 
-    def send_all(node_id: str) -> list[_Outcome]:
-        url = snap.nodes[node_id].url
-        out, unreachable = [], False
-        for action in by_node[node_id]:
-            kind = "put" if isinstance(action, reload.Put) else "drop"
-            if unreachable:
-                out.append(_Outcome(action, False))
-                metrics.sends.labels(kind, "failed").inc()
-                continue
-            try:
-                if kind == "put":
-                    ack = client.put(url, action.spec)
-                    out.append(_Outcome(action, True, ack.state))
-                else:
-                    client.drop(url, action.subscription_id)
-                    out.append(_Outcome(action, True))
-                metrics.sends.labels(kind, "ok").inc()
-            except Exception as exc:
-                unreachable = isinstance(exc, SpawnUnreachable)
-                if isinstance(exc, SpawnError):
-                    logger.warning("send.failed", extra={"node": node_id, "action": kind, "error": str(exc),
-                                                         "subscription": _sub_id(action)})
-                else:
-                    logger.exception("send.error", extra={"node": node_id, "action": kind})
-                out.append(_Outcome(action, False))
-                metrics.sends.labels(kind, "failed").inc()
-        return out
+    def send(node_id: str) -> list[sends.Outcome]:
+        return sends.send_to_node(client, node_id, snap.nodes[node_id].url, drops.get(node_id, ()),
+                                  puts.get(node_id, ()), metrics)
 
-    return [o for batch in _each(send_all, sorted(by_node)) for o in batch]
-
-
-def _sub_id(action) -> str:
-    return action.spec.id if isinstance(action, reload.Put) else action.subscription_id
+    return [o for batch in _each(send, sorted(drops.keys() | puts.keys())) for o in batch]
 
 
 def _final_assignments(snap: Snapshot, live_ids: frozenset[str], reported: dict, desired: dict,
-                       plan: reload.Plan, outcomes: list[_Outcome], at: datetime) -> dict[str, AssignmentView]:
+                       plan: reload.Plan, outcomes: list[sends.Outcome],
+                       at: datetime) -> dict[str, AssignmentView]:
     """The assignment table after this tick: what each subscription was sent to, and whether acked."""
     final = {}
     for sub_id, a in snap.assignments.items():
@@ -283,7 +252,7 @@ def _final_assignments(snap: Snapshot, live_ids: frozenset[str], reported: dict,
 
 
 def _subscription_changes(snap: Snapshot, status: dict[str, dict], current_state: dict[str, str],
-                          final: dict[str, AssignmentView], plan: reload.Plan, outcomes: list[_Outcome],
+                          final: dict[str, AssignmentView], plan: reload.Plan, outcomes: list[sends.Outcome],
                           reported: dict) -> dict[str, dict]:
     """Column values that differ from the snapshot: reported counters plus node_id/state."""
     ack_state = {o.action.spec.id: o.state for o in outcomes if isinstance(o.action, reload.Put) and o.ok}

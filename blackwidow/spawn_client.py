@@ -8,13 +8,13 @@ Exceptions (callers catch these, never requests.exceptions.*):
 The node secret travels only in the Authorization header and is never logged or put in messages.
 """
 import logging
-from dataclasses import dataclass
+from typing import Sequence
 from urllib.parse import quote
 
 import requests
 
 from shared.errors import ValidationError
-from shared.wire import Poll, StatusReport, SubscriptionSpec
+from shared.wire import Poll, PutAck, SendBatch, SendBatchAck, StatusReport, SubscriptionSpec
 
 logger = logging.getLogger(__name__)
 
@@ -40,14 +40,6 @@ class SpawnBadResponse(SpawnError):
     pass
 
 
-@dataclass(frozen=True)
-class PutAck:
-    """The spawn's answer to PUT /v1/subscriptions/{id}; changed=False means it already ran this spec."""
-    id: str
-    state: str
-    changed: bool
-
-
 class SpawnClient:
     def __init__(self, http: requests.Session, node_secret: str, timeout=DEFAULT_TIMEOUT):
         self._http = http
@@ -68,10 +60,28 @@ class SpawnClient:
     def put(self, node_url: str, spec: SubscriptionSpec) -> PutAck:
         """PUT /v1/subscriptions/{id}. Idempotent: an equal spec changes nothing on the node."""
         body = self._call("PUT", node_url, f"/v1/subscriptions/{quote(spec.id, safe='')}", spec.to_dict())
-        if not (isinstance(body, dict) and body.get("id") == spec.id and isinstance(body.get("state"), str)
-                and isinstance(body.get("changed"), bool)):
+        try:
+            ack = PutAck.from_dict(body)
+        except ValidationError:
+            ack = None
+        if ack is None or ack.id != spec.id:
             raise SpawnBadResponse("put: expected {id, state, changed} for the sent id", node_url=node_url)
-        return PutAck(id=body["id"], state=body["state"], changed=body["changed"])
+        return ack
+
+    def send_batch(self, node_url: str, drops: Sequence[str],
+                   puts: Sequence[SubscriptionSpec]) -> SendBatchAck:
+        """POST /v1/subscriptions: the drops, then the puts, in one request. Returns one answer per item
+        in the order sent: a DropAck or PutAck, or an ItemError for an item the node refused alone.
+        Raises SpawnError when the request fails as a whole (the node may still have applied some
+        items; every item is idempotent, so sending them again is safe)."""
+        body = self._call("POST", node_url, "/v1/subscriptions", SendBatch.of(drops, puts).to_dict())
+        try:
+            ack = SendBatchAck.from_dict(body)
+        except ValidationError as exc:
+            raise SpawnBadResponse(f"batch: {exc.message}", node_url=node_url) from None
+        if [a.id for a in ack.drops] != list(drops) or [a.id for a in ack.puts] != [s.id for s in puts]:
+            raise SpawnBadResponse("batch: expected one answer per sent id, in order", node_url=node_url)
+        return ack
 
     def drop(self, node_url: str, subscription_id: str) -> None:
         """DELETE /v1/subscriptions/{id}. Idempotent: an unknown id is success too."""

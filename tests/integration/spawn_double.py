@@ -1,9 +1,12 @@
 """A real HTTP server speaking a spawn's node API (the contract in shared/wire.py), for hub tests.
 
 It keeps state as a spawn does: PUT is idempotent (an equal spec answers changed=false), DELETE of an
-unknown id succeeds, POST/GET /v1/status reports every subscription with the spec it runs.
-Subscribers go from assigned to running at the next poll, with 3 revisions harvested. Every
-authenticated request is recorded so tests can assert what the hub sent. It fetches nothing.
+unknown id succeeds, POST /v1/subscriptions applies a batch's drops then its puts the same way and
+answers per item (a spec that does not parse, or whose id is in `refuse`, fails alone), POST/GET
+/v1/status reports every subscription with the spec it runs. Subscribers go from assigned to running
+at the next poll, with 3 revisions harvested. Every authenticated request is recorded, and every
+put or drop it applied, whichever route carried it, so tests can assert what the hub sent. It
+fetches nothing.
 """
 import threading
 import uuid
@@ -12,9 +15,10 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 import falcon
 
-from shared.errors import ValidationError
+from shared.errors import BlackWidowError, ValidationError
 from shared.hashing import node_id_for
-from shared.wire import Poll, StatusReport, SubscriptionSpec, SubscriptionStatus
+from shared.wire import (DropAck, ItemError, Poll, PutAck, SendBatch, SendBatchAck, StatusReport,
+                         SubscriptionSpec, SubscriptionStatus)
 
 
 class _Server(ThreadingMixIn, WSGIServer):
@@ -33,7 +37,10 @@ class SpawnDouble:
         self.subs: dict[str, SubscriptionSpec] = {}
         self.states: dict[str, str] = {}
         self.requests: list[tuple[str, str]] = []      # (method, path) of authenticated calls
-        self.fail_with: dict[str, int] = {}            # {method: status} to answer instead, e.g. {"PUT": 503}
+        self.sends: list[tuple[str, str]] = []         # ("put" | "drop", id) applied in order, either route
+        # {method or "method path": status} to answer instead, e.g. {"POST /v1/subscriptions": 503}
+        self.fail_with: dict[str, int] = {}
+        self.refuse: set[str] = set()                  # put ids a batch answers with a per-item error
         self.answer_as: str | None = None              # report this node id instead of its own
         self._lock = threading.Lock()
         self._server = None
@@ -44,7 +51,8 @@ class SpawnDouble:
     def start(self, port: int = 0) -> "SpawnDouble":
         app = falcon.App()
         app.add_route("/v1/status", _Status(self))
-        app.add_route("/v1/subscriptions/{sub_id}", _Subscriptions(self))
+        app.add_route("/v1/subscriptions", _Subscriptions(self))
+        app.add_route("/v1/subscriptions/{sub_id}", _Subscriptions(self), suffix="item")
         app.add_middleware(_Auth(self))
         self._server = make_server("127.0.0.1", port, app, server_class=_Server, handler_class=_QuietHandler)
         self.url = f"http://127.0.0.1:{self._server.server_port}"
@@ -69,9 +77,15 @@ class SpawnDouble:
         with self._lock:
             return sum(1 for m, _ in self.requests if m == method)
 
+    def sent(self, kind: str | None = None) -> int:
+        """Puts and drops applied ("put", "drop" or both), however they arrived."""
+        with self._lock:
+            return sum(1 for k, _ in self.sends if kind in (None, k))
+
     def reset_counts(self) -> None:
         with self._lock:
             self.requests.clear()
+            self.sends.clear()
 
     def set_state(self, sub_id: str, state: str) -> None:
         with self._lock:
@@ -84,6 +98,7 @@ class SpawnDouble:
 
     def put(self, spec: SubscriptionSpec) -> tuple[str, bool]:
         with self._lock:
+            self.sends.append(("put", spec.id))
             if self.subs.get(spec.id) == spec:
                 return self.states[spec.id], False
             self.subs[spec.id] = spec
@@ -92,6 +107,7 @@ class SpawnDouble:
 
     def delete(self, sub_id: str) -> bool:
         with self._lock:
+            self.sends.append(("drop", sub_id))
             self.states.pop(sub_id, None)
             return self.subs.pop(sub_id, None) is not None
 
@@ -114,10 +130,11 @@ class _Auth:
     def process_request(self, req, resp) -> None:
         if req.get_header("Authorization") != f"Bearer {self.node.secret}":
             raise falcon.HTTPUnauthorized(title="bad node secret")
-        status = self.node.fail_with.get(req.method)
+        self.node.record(req.method, req.path)          # failed on purpose or not, the call was made
+        fail = self.node.fail_with
+        status = fail.get(f"{req.method} {req.path}", fail.get(req.method))
         if status is not None:
             raise falcon.HTTPError(status, title="failing on purpose")
-        self.node.record(req.method, req.path)
 
 
 def _invalid(exc: ValidationError):
@@ -143,7 +160,28 @@ class _Subscriptions:
     def __init__(self, node: SpawnDouble):
         self.node = node
 
-    def on_put(self, req, resp, sub_id: str) -> None:
+    def on_post(self, req, resp) -> None:
+        try:
+            batch = SendBatch.from_dict(req.get_media())
+        except ValidationError as exc:
+            raise _invalid(exc) from None
+        except BlackWidowError as exc:          # too many items
+            raise falcon.HTTPError(exc.status, title=exc.message, description=exc.field) from None
+        drops = tuple(DropAck(sub_id, self.node.delete(sub_id)) for sub_id in batch.drops)
+        resp.media = SendBatchAck(drops=drops, puts=tuple(map(self._put, batch.puts))).to_dict()
+
+    def _put(self, body) -> PutAck | ItemError:
+        item_id = body.get("id") if isinstance(body, dict) and isinstance(body.get("id"), str) else None
+        try:
+            spec = SubscriptionSpec.from_dict(body)
+        except ValidationError as exc:
+            return ItemError.of(item_id, exc)
+        if spec.id in self.node.refuse:
+            return ItemError(id=spec.id, code="invalid", message="refused on purpose", field="title")
+        state, changed = self.node.put(spec)
+        return PutAck(spec.id, state, changed)
+
+    def on_put_item(self, req, resp, sub_id: str) -> None:
         try:
             spec = SubscriptionSpec.from_dict(req.get_media())
         except ValidationError as exc:
@@ -153,5 +191,5 @@ class _Subscriptions:
         state, changed = self.node.put(spec)
         resp.media = {"id": spec.id, "state": state, "changed": changed}
 
-    def on_delete(self, req, resp, sub_id: str) -> None:
+    def on_delete_item(self, req, resp, sub_id: str) -> None:
         resp.media = {"id": sub_id, "removed": self.node.delete(sub_id)}

@@ -7,7 +7,7 @@ import pytest
 import requests
 import sqlalchemy as sa
 
-from blackwidow import router, store
+from blackwidow import router, sends, store
 from blackwidow.models import Assignment, Node, Reload
 from blackwidow.poller import FAILED_RESEND_AFTER_S, PollerState, poll_once, utcnow
 from blackwidow.spawn_client import SpawnClient
@@ -47,7 +47,7 @@ def test_subscriptions_spread_over_nodes_as_routing_says(maker, spawns, client, 
         d.reset_counts()
     second = poll_once(maker, client, config)
     assert second.kind is None and second.sent == 0
-    assert sum(d.count("PUT") + d.count("DELETE") for d in doubles) == 0
+    assert sum(d.sent() for d in doubles) == 0
     assert {r.state for r in subscriptions(maker).values()} == {"running"}
     assert {r.revisions for r in subscriptions(maker).values()} == {3}
     with maker.begin() as session:
@@ -61,7 +61,7 @@ def test_unacknowledged_sends_are_retried_and_resends_change_nothing(maker, spaw
     add_subscriptions(maker, 10)
     config = hub_config(db_url)
 
-    node.fail_with = {"PUT": 503}
+    node.fail_with = {"POST /v1/subscriptions": 503}
     result = poll_once(maker, client, config)
     assert result.send_failures == 10 and result.sent == 0
     assert set(assignments(maker).values()) == {(node.node_id, False)}
@@ -77,7 +77,7 @@ def test_unacknowledged_sends_are_retried_and_resends_change_nothing(maker, spaw
         session.execute(sa.update(Assignment).values(acked=False))
     node.reset_counts()
     result = poll_once(maker, client, config)
-    assert (result.sent, result.adopted, node.count("PUT")) == (0, 10, 0)
+    assert (result.sent, result.adopted, node.sent("put")) == (0, 10, 0)
     assert set(assignments(maker).values()) == {(node.node_id, True)}
 
     spec = next(iter(node.subs.values()))
@@ -148,7 +148,7 @@ def test_restarted_hub_adopts_what_nodes_run_without_any_put(maker, spawns, clie
     print(f"\nhub restart: first tick {first_tick * 1000:.0f} ms, 60 subscriptions adopted")
     assert (result.kind, result.sent, result.dropped) == (None, 0, 0)
     assert (again.sent, again.adopted) == (0, 60)
-    assert sum(d.count("PUT") + d.count("DELETE") for d in doubles) == 0
+    assert sum(d.sent() for d in doubles) == 0
     assert sum(d.count("POST") for d in doubles) == 6
     assert {r.state for r in subscriptions(maker).values()} == {"running"}
     assert set(assignments(maker).values()) <= {(d.node_id, True) for d in doubles}
@@ -208,7 +208,8 @@ def test_failed_subscriptions_are_restarted_at_most_every_resend_interval(maker,
     later = lambda: utcnow() + timedelta(seconds=FAILED_RESEND_AFTER_S + 1)      # noqa: E731
     result = poll_once(maker, client, config, now=later)
     assert (result.kind, result.dropped, result.sent) == ("soft", 1, 1)
-    assert [m for m, _ in node.requests if m != "POST"] == ["DELETE", "PUT"]      # dropped, then started afresh
+    assert node.sends == [("drop", sub_id), ("put", sub_id)]                    # dropped, then started afresh
+    assert node.requests.count(("POST", "/v1/subscriptions")) == 1               # in one request
     assert subscriptions(maker)[sub_id].state == "assigned"
 
 
@@ -263,3 +264,55 @@ def test_a_node_answering_as_another_node_counts_as_a_failed_poll(maker, spawns,
     node.answer_as = "someone-else"
     result = poll_once(maker, client, hub_config(db_url))
     assert result.failed == (node.node_id,) and result.sent == 0 and node.subs == {}
+
+
+def test_sends_travel_in_batches_and_an_unreachable_node_gets_no_more_requests(maker, spawns, client, db_url):
+    (first,) = spawns(1)
+    register(maker, [first])
+    count = 2 * sends.BATCH_SIZE + 100
+    add_subscriptions(maker, count)
+    config = hub_config(db_url)
+    state = PollerState()
+    batches = ("POST", "/v1/subscriptions")
+
+    first.fail_with = {"POST /v1/subscriptions": 503}
+    result = poll_once(maker, client, config, state=state)
+    assert (result.sent, result.send_failures) == (0, count)
+    assert first.requests.count(batches) == 1              # the rest of its batches were not sent
+
+    first.fail_with = {}
+    first.reset_counts()
+    result = poll_once(maker, client, config, state=state)
+    assert (result.sent, result.send_failures) == (count, 0) and len(first.subs) == count
+    assert first.requests.count(batches) == 3 and first.sent() == count
+
+    # a node joins: what moves is dropped on one node and put on the other, a batch per BATCH_SIZE items
+    (second,) = spawns(1)
+    register(maker, [second])
+    first.reset_counts()
+    result = poll_once(maker, client, config, state=state)
+    moved = len(second.subs)
+    assert result.kind == "hard" and (result.sent, result.dropped) == (moved, moved) and moved > 0
+    assert held([first, second]) == expected_routes(maker, [first.node_id, second.node_id])
+    for double, items in ((first, moved), (second, moved)):
+        assert double.requests.count(batches) == -(-items // sends.BATCH_SIZE)
+    assert first.sent("put") == 0 and second.sent("drop") == 0
+
+
+def test_an_item_the_node_refuses_fails_alone_and_is_sent_again_next_tick(maker, spawns, client, db_url):
+    (node,) = spawns(1)
+    register(maker, [node])
+    ids = add_subscriptions(maker, 5)
+    config = hub_config(db_url)
+    node.refuse = {ids[0]}
+
+    result = poll_once(maker, client, config)
+    assert (result.sent, result.send_failures) == (4, 1) and set(node.subs) == set(ids[1:])
+    assert assignments(maker)[ids[0]] == (node.node_id, False)
+    assert subscriptions(maker)[ids[0]].state == "pending"
+
+    node.refuse = set()
+    node.reset_counts()
+    result = poll_once(maker, client, config)
+    assert (result.sent, result.send_failures) == (1, 0) and node.sends == [("put", ids[0])]
+    assert assignments(maker)[ids[0]] == (node.node_id, True)

@@ -7,7 +7,7 @@ import responses
 
 from blackwidow.spawn_client import (PutAck, SpawnBadResponse, SpawnClient, SpawnError, SpawnRejected,
                                      SpawnUnreachable)
-from shared.wire import Poll, SubscriptionSpec
+from shared.wire import DropAck, ItemError, Poll, SubscriptionSpec
 
 NODE = "http://127.0.0.1:8701"
 SECRET = "s3cret-node-key"
@@ -110,3 +110,44 @@ def test_every_failure_is_a_spawn_error(client, mocked):
     mocked.post(f"{NODE}/v1/status", status=418)
     with pytest.raises(SpawnError):
         client.poll(NODE, Poll(node_id="n1"))
+
+
+SPEC2 = SubscriptionSpec(id="sub-2", source_uuid="src-2", tenant_id="t1", wiki=SPEC.wiki, title="Malus")
+
+
+def test_send_batch_posts_drops_then_puts_and_returns_an_answer_per_item(client, mocked):
+    mocked.post(f"{NODE}/v1/subscriptions", json={
+        "drops": [{"id": "old", "removed": True}],
+        "puts": [{"id": "sub/1", "state": "assigned", "changed": True},
+                 {"id": "sub-2",
+                  "error": {"code": "invalid", "message": "'title' is bad", "field": "title"}}]})
+    ack = client.send_batch(NODE, ["old"], [SPEC, SPEC2])
+    assert ack.drops == (DropAck("old", True),)
+    assert ack.puts == (PutAck("sub/1", "assigned", True),
+                        ItemError("sub-2", "invalid", "'title' is bad", "title"))
+    sent = mocked.calls[0].request
+    assert json.loads(sent.body) == {"drops": ["old"], "puts": [SPEC.to_dict(), SPEC2.to_dict()]}
+    assert sent.headers["Authorization"] == f"Bearer {SECRET}" and SECRET.encode() not in sent.body
+
+
+@pytest.mark.parametrize("body", [
+    {"drops": [], "puts": []},                                                          # answers missing
+    {"drops": [{"id": "old", "removed": True}], "puts": [{"id": "sub-2", "state": "x", "changed": True},
+                                                         {"id": "sub/1", "state": "x", "changed": True}]},
+    {"drops": [{"id": "old"}], "puts": [{"id": "sub/1", "state": "x", "changed": True},
+                                        {"id": "sub-2", "state": "x", "changed": True}]},   # no removed
+    {"puts": []}, ["old"]])
+def test_send_batch_answers_must_match_what_was_sent(client, mocked, body):
+    mocked.post(f"{NODE}/v1/subscriptions", json=body)
+    with pytest.raises(SpawnBadResponse):
+        client.send_batch(NODE, ["old"], [SPEC, SPEC2])
+
+
+@pytest.mark.parametrize("status, error", [(413, SpawnRejected), (404, SpawnRejected),
+                                           (503, SpawnUnreachable)])
+def test_send_batch_failing_as_a_whole_raises(client, mocked, status, error):
+    mocked.post(f"{NODE}/v1/subscriptions", status=status,
+                json={"error": {"code": "x", "message": "no", "field": "puts"}})
+    with pytest.raises(error) as caught:
+        client.send_batch(NODE, [], [SPEC])
+    assert caught.value.status == status
