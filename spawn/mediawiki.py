@@ -94,6 +94,17 @@ class PageInfo:
     last_rev_id: int
 
 
+@dataclass(frozen=True)
+class Opening:
+    """A page's first history request: the resolved page and its first batch, read from `start`
+    (None when the title named another page than the one expected), and the continuation."""
+    page: PageInfo
+    start: datetime | None
+    content: bool
+    batch: list[Revision] | None
+    more: dict | None
+
+
 def _retry_after(value: str | None) -> float | None:
     if not value:
         return None
@@ -205,17 +216,8 @@ class MediaWikiClient:
     # -- pages -------------------------------------------------------------------------------
     def resolve(self, title: str, **kw) -> PageInfo:
         """Normalise the title and follow redirects as the wiki does. Raises PageUnavailable."""
-        page = self.query({"prop": "info", "titles": title, "redirects": "1"}, parse=_first_page, **kw)
-        if page.get("invalid"):
-            reason = page.get("invalidreason")
-            if isinstance(reason, dict):
-                reason = reason.get("text")
-            raise PageUnavailable(f"invalid title {title!r}: {reason or 'rejected by the wiki'}")
-        if page.get("missing"):
-            raise PageUnavailable(f"page {page.get('title', title)!r} does not exist")
-        if page.get("special") or "pageid" not in page:
-            raise PageUnavailable(f"{page.get('title', title)!r} is not an article with a history")
-        return _page_info(page)
+        return self.query({"prop": "info", "titles": title, "redirects": "1"},
+                          parse=lambda body: _page_info(_resolved(body, title)), **kw)
 
     def last_rev_ids(self, page_ids: list[int], **kw) -> dict[int, int | None]:
         """lastrevid of up to 50 pages in one request; None for pages that no longer exist."""
@@ -230,21 +232,51 @@ class MediaWikiClient:
         return self.query({"prop": "info", "pageids": "|".join(map(str, page_ids))}, parse=parse, **kw)
 
     # -- history -----------------------------------------------------------------------------
+    def open_history(self, title: str, *, page_id: int | None = None, start: datetime | None = None,
+                     content: bool = False, **kw) -> Opening:
+        """Resolve `title` (normalisation, redirects) and read the first oldest-first batch of its
+        history from `start` in the same request. `start` is where page `page_id` resumes: when the
+        title now names another page, the batch is not read (Opening.batch is None). Raises
+        PageUnavailable for a missing, invalid or special title."""
+        params = {**self._history_params(start, content), "prop": "revisions|info", "titles": title,
+                  "redirects": "1"}
+
+        def parse(body: dict) -> Opening:
+            page = _page_info(_resolved(body, title))
+            if page_id is not None and page.page_id != page_id:
+                return Opening(page, start, content, None, None)
+            batch, more = self._parse_batch(body, page, content)
+            return Opening(page, start, content, batch, more)
+        return self.query(params, parse=parse, **kw)
+
+    def continue_history(self, opening: Opening, **kw) -> Iterator[list[Revision]]:
+        """The opening's batch, then the rest of the history by page id from its continuation."""
+        yield opening.batch
+        if opening.more is not None:
+            yield from self.revision_batches(opening.page, start=opening.start, content=opening.content,
+                                             cont=opening.more, **kw)
+
     def revision_batches(self, page: PageInfo, *, start: datetime | None = None, content: bool = False,
-                         **kw) -> Iterator[list[Revision]]:
-        """Oldest-first batches of a page's history from `start` (inclusive), following `continue`.
-        Each batch is fully validated before it is yielded; a bad batch is retried, never yielded."""
-        params = {"prop": "revisions", "pageids": str(page.page_id), "rvlimit": "max", "rvdir": "newer",
-                  "rvprop": RVPROP + ("|content" if content else ""), "rvslots": "main"}
-        if start is not None:
-            params["rvstart"] = api_timestamp(start)
-        cont: dict = {}
+                         cont: dict | None = None, **kw) -> Iterator[list[Revision]]:
+        """Oldest-first batches of a page's history from `start` (inclusive), following `continue`
+        (from `cont` when given). Each batch is fully validated before it is yielded; a bad batch is
+        retried, never yielded."""
+        params = {**self._history_params(start, content), "pageids": str(page.page_id)}
+        cont = cont or {}
         while True:
             batch, more = self.query({**params, **cont}, parse=lambda b: self._parse_batch(b, page, content), **kw)
             yield batch
             if more is None:
                 return
             cont = more
+
+    @staticmethod
+    def _history_params(start: datetime | None, content: bool) -> dict:
+        params = {"prop": "revisions", "rvlimit": "max", "rvdir": "newer",
+                  "rvprop": RVPROP + ("|content" if content else ""), "rvslots": "main"}
+        if start is not None:
+            params["rvstart"] = api_timestamp(start)
+        return params
 
     def _parse_batch(self, body: dict, page: PageInfo, content: bool) -> tuple[list[Revision], dict | None]:
         more = body.get("continue")
@@ -271,11 +303,22 @@ def _pages(body: dict) -> list[dict]:
     return [p for p in query["pages"] if isinstance(p, dict)]
 
 
-def _first_page(body: dict) -> dict:
+def _resolved(body: dict, title: str) -> dict:
+    """The page `title` names after the wiki's normalisation and redirects; PageUnavailable if none."""
     pages = _pages(body)
     if not pages:
-        raise BadResponse("prop=info answered without a page")
-    return pages[0]
+        raise BadResponse("the answer names no page")
+    page = pages[0]
+    if page.get("invalid"):
+        reason = page.get("invalidreason")
+        if isinstance(reason, dict):
+            reason = reason.get("text")
+        raise PageUnavailable(f"invalid title {title!r}: {reason or 'rejected by the wiki'}")
+    if page.get("missing"):
+        raise PageUnavailable(f"page {page.get('title', title)!r} does not exist")
+    if page.get("special") or "pageid" not in page:
+        raise PageUnavailable(f"{page.get('title', title)!r} is not an article with a history")
+    return page
 
 
 def _page_info(page: dict) -> PageInfo:

@@ -1,10 +1,10 @@
 """DataSource: the one fetcher of a (wiki, page), shared by its subscribers.
 
-Its thread resolves the title, resumes from the newest stored revision, fetches oldest-first
-batches, writes each batch once, then delivers it to every attached subscriber. When the history
-is complete it waits for the revisit batcher (or a new subscriber) to wake it. Errors never end
-the thread: they are reported on the subscribers and retried with backoff. stop() ends it without
-another write.
+Its thread resolves the title in its first history request, resumes from the newest stored
+revision, fetches oldest-first batches, writes each batch once, then delivers it to every attached
+subscriber. When the history is complete it waits for the revisit batcher (or a new subscriber) to
+wake it. Errors never end the thread: they are reported on the subscribers and retried with
+backoff. stop() ends it without another write.
 """
 import logging
 import queue
@@ -18,7 +18,7 @@ from shared.revisions.model import ResumePoint, Revision
 from shared.revisions.store import RevisionStore, StoreError
 from spawn import revisit
 from spawn.host_limiter import Backoff
-from spawn.mediawiki import Cancelled, MediaWikiClient, MediaWikiError, PageInfo, PageUnavailable
+from spawn.mediawiki import Cancelled, MediaWikiClient, MediaWikiError, Opening, PageInfo, PageUnavailable
 from spawn.metrics import SpawnMetrics
 from spawn.revisit import RevisitBatcher
 from spawn.subscriber import Subscriber
@@ -48,6 +48,7 @@ class DataSource:
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self.page: PageInfo | None = None
+        self._opening: Opening | None = None   # the first history batch, read with the title's resolution
         self._ids: array | None = None      # stored rev ids, oldest first
         self._ts = array("d")               # their timestamps (epoch seconds)
         self.written = 0                    # revisions this process wrote for this source
@@ -135,12 +136,35 @@ class DataSource:
 
     def _prepare(self) -> None:
         if self.page is None:
-            self.page = self.client.resolve(self.title, cancel=self._stop, on_retry=self._on_retry)
-            logger.info("source.resolved", extra={"title": self.title, "page_id": self.page.page_id,
-                                                  "wiki": self.client.host})
+            self._open()
         if self._ids is None:
             self._load(self.store.resume_point(self.client.host, self.page.page_id))
         self._report("running")
+
+    def _open(self) -> None:
+        """Resolve the title with the first history request, from where the page this title held
+        last time resumes: a restart or a move to another node reads no stored batch again."""
+        need, content = self._need()
+        kw = dict(cancel=self._stop, on_retry=self._on_retry)
+        if need == 0:       # nobody may take a revision now (e.g. no lease yet): the title alone will do
+            self.page = self.client.resolve(self.title, **kw)
+        else:
+            known = self.store.page_id(self.client.host, self.title)
+            resume = None if known is None else self.store.resume_point(self.client.host, known)
+            self._opening = self.client.open_history(self.title, page_id=known, content=content,
+                                                     start=resume.timestamp if resume else None, **kw)
+            self.page = self._opening.page
+        logger.info("source.resolved", extra={"title": self.title, "page_id": self.page.page_id,
+                                              "wiki": self.client.host})
+
+    def _batches(self, start: datetime | None, content: bool):
+        """The page's history from `start`, beginning with the opening batch if it was read from there."""
+        opening, self._opening = self._opening, None
+        kw = dict(cancel=self._stop, on_retry=self._on_retry)
+        usable = opening is not None and opening.batch is not None
+        if usable and (opening.start, opening.content) == (start, content):
+            return self.client.continue_history(opening, **kw)
+        return self.client.revision_batches(self.page, start=start, content=content, **kw)
 
     def _load(self, resume: ResumePoint | None) -> None:
         """Read the stored history up to `resume` and credit every subscriber from it. Rows past the
@@ -187,10 +211,10 @@ class DataSource:
             sub.mark_synced(gen)
         need, content = self._need()
         if need == 0:
+            self._opening = None
             return
         self.complete = False
-        batches = self.client.revision_batches(self.page, start=resume.timestamp if resume else None,
-                                               content=content, cancel=self._stop, on_retry=self._on_retry)
+        batches = self._batches(resume.timestamp if resume else None, content)
         start = resume
 
         def fresh_in(batch) -> int:

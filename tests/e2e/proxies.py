@@ -159,4 +159,5 @@ class FaultyWiki(Proxy):
 
 
 def _is_history(ex: Exchange) -> bool:
-    return parse_qs(urlsplit(ex.path).query).get("prop") == ["revisions"]
+    prop = parse_qs(urlsplit(ex.path).query).get("prop", [""])[0]
+    return "revisions" in prop.split("|")          # the first one also asks for prop=info

@@ -1,4 +1,6 @@
 """The MediaWiki client against the real wiki: maxlag as the server really sends it, and title handling."""
+from datetime import datetime
+
 import pytest
 
 from spawn.host_limiter import Backoff, HostLimiter
@@ -43,3 +45,33 @@ def test_batched_change_detection_answers_for_50_pages_in_one_request(client, me
     ids = {client.resolve(p.title).page_id: p for p in mediawiki.expected.pages[:5] if not p.is_redirect}
     latest = client.last_rev_ids(list(ids) + [999_999])
     assert latest[999_999] is None and all(latest[i] for i in ids)
+
+
+@pytest.mark.parametrize("content, cap", [(False, 500), (True, 50)])
+def test_the_opening_resolves_a_redirect_and_the_history_goes_on_by_page_id(client, mediawiki, content, cap):
+    opening = client.open_history(REDIRECT_TITLE, content=content)
+    assert opening.page.title == BIG_TITLE and len(opening.batch) == cap and opening.more["rvcontinue"]
+    batches = client.continue_history(opening)
+    got = [(r.timestamp, r.sha1) for b in (next(batches), next(batches)) for r in b]
+    assert got == expected(mediawiki)[:2 * cap]
+
+
+def test_an_opening_from_a_start_includes_that_revision(client, mediawiki):
+    revs = expected(mediawiki)
+    page = client.resolve(BIG_TITLE)
+    opening = client.open_history("synthetic_article_1", page_id=page.page_id, start=revs[-3][0])
+    assert [(r.timestamp, r.sha1) for r in opening.batch] == revs[-3:] and opening.more is None
+    assert client.open_history(BIG_TITLE, page_id=page.page_id + 10_000, start=revs[-1][0]).batch is None
+
+
+def expected(mediawiki) -> list[tuple[datetime, str]]:
+    revisions = mediawiki.expected.page(BIG_TITLE).revisions
+    return [(datetime.fromisoformat(r.timestamp), r.sha1) for r in revisions]
+
+
+@pytest.mark.parametrize("title, message", [("Foo[bar]", "invalid characters"),
+                                            ("Nothing here at all", "does not exist"),
+                                            ("Special:Version", "not an article")])
+def test_unusable_titles_fail_the_opening_too(client, title, message):
+    with pytest.raises(PageUnavailable, match=message):
+        client.open_history(title)

@@ -4,7 +4,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
 from shared.revisions.model import ResumePoint, Revision
-from spawn.mediawiki import PageInfo
+from spawn.mediawiki import Opening, PageInfo
 
 
 class FakeClock:
@@ -51,6 +51,13 @@ class MemoryStore:
     def history(self, wiki, page_id, *, since=None, until=None):
         return iter([r for r in self._page(wiki, page_id) if until is None or r.timestamp <= until])
 
+    def page_id(self, wiki, title):
+        revs = [r for r in self.rows.values() if r.wiki == wiki]
+        newest = {}
+        for r in sorted(revs, key=lambda r: (r.timestamp, r.rev_id)):
+            newest[r.page_id] = r
+        return next((pid for pid, r in newest.items() if r.title == title), None)
+
     def content(self, wiki, rev_id):
         row = self.rows.get((wiki, rev_id))
         return None if row is None else row.content
@@ -86,12 +93,30 @@ class FakeWiki:
         self.calls.append(("resolve", title))
         return self.page
 
-    def revision_batches(self, page, *, start=None, content=False, **kw):
+    def open_history(self, title, *, page_id=None, start=None, content=False, **kw):
+        """The title's resolution and first batch in one call, as MediaWikiClient.open_history."""
+        self.calls.append(("open", start, content, title))
+        if page_id is not None and page_id != self.page.page_id:
+            return Opening(self.page, start, content, None, None)
+        revs = self._history(start, content)
+        more = {"offset": self.batch} if len(revs) > self.batch else None
+        return Opening(self.page, start, content, revs[:self.batch], more)
+
+    def continue_history(self, opening, **kw):
+        yield opening.batch
+        if opening.more is not None:
+            yield from self.revision_batches(opening.page, start=opening.start, content=opening.content,
+                                             cont=opening.more)
+
+    def revision_batches(self, page, *, start=None, content=False, cont=None, **kw):
         self.calls.append(("revisions", start, content))
-        revs = [replace(r, content=f"text of {r.rev_id}") if content else r
-                for r in self.history if start is None or r.timestamp >= start]
-        for i in range(0, max(len(revs), 1), self.batch):
+        revs = self._history(start, content)
+        for i in range((cont or {}).get("offset", 0), max(len(revs), 1), self.batch):
             yield revs[i:i + self.batch]
+
+    def _history(self, start, content):
+        return [replace(r, content=f"text of {r.rev_id}") if content else r
+                for r in self.history if start is None or r.timestamp >= start]
 
 
 class FakeBatcher:

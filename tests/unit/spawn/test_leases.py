@@ -60,13 +60,18 @@ def test_a_subscriber_with_headroom_says_when_its_source_has_the_whole_history()
 def test_no_batch_past_the_cap_is_requested():
     h = Harness(revisions=200, batch=10)
     pulled = []
-    batches = h.wiki.revision_batches
+    opening, batches = h.wiki.open_history, h.wiki.revision_batches
+
+    def counting_open(title, **kw):
+        first = opening(title, **kw)
+        pulled.append(len(first.batch))
+        return first
 
     def counting(page, **kw):
         for batch in batches(page, **kw):
             pulled.append(len(batch))
             yield batch
-    h.wiki.revision_batches = counting
+    h.wiki.open_history, h.wiki.revision_batches = counting_open, counting
     h.registry.upsert(leased())
     lease(h, cap=25)
     h.run()

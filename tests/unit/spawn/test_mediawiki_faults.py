@@ -1,6 +1,7 @@
 """Fault paths of the MediaWiki client with `responses`, using bodies recorded from MediaWiki 1.39."""
 import json
 import pathlib
+from datetime import datetime, timezone
 
 import pytest
 import requests
@@ -203,3 +204,87 @@ def test_connection_errors_are_wrapped(client):
     errors = []
     client.resolve("Page", on_retry=lambda e, d: errors.append(e))
     assert type(errors[0]).__name__ == "TransportError"
+
+
+def opening_body(*, redirect=True) -> dict:
+    """A recorded first batch of 'Anarchism' as prop=revisions|info answers it for a redirect's title."""
+    body = json.loads(json.dumps(recorded("revisions_first_batch")["body"]))
+    body["continue"]["continue"] = "||info"
+    body["query"]["pages"][0].update(contentmodel="wikitext", lastrevid=15181, length=3406)
+    body["query"]["normalized"] = [{"fromencoded": False, "from": "anarchy_now", "to": "Anarchy now"}]
+    if redirect:
+        body["query"]["redirects"] = [{"from": "Anarchy now", "to": "Anarchism"}]
+    return body
+
+
+@responses.activate
+def test_the_first_history_request_resolves_the_title_then_the_history_goes_on_by_page_id(client):
+    responses.get(API, json=opening_body())
+    last = json.loads(json.dumps(recorded("revisions_continued")["body"]))
+    last.pop("continue")
+    responses.get(API, json=last)
+    opening = client.open_history("anarchy_now")
+    assert opening.page == PageInfo(2, 0, "Anarchism", 15181) and len(responses.calls) == 1
+    first = responses.calls[0].request.params
+    assert (first["titles"], first["redirects"], first["prop"]) == ("anarchy_now", "1", "revisions|info")
+    assert (first["rvlimit"], first["rvdir"]) == ("max", "newer")
+    assert "pageids" not in first and "rvstart" not in first
+    batches = list(client.continue_history(opening))
+    assert [r.rev_id for r in batches[0]][:2] == [2, 3] and batches[1][0].rev_id == 7
+    assert all(r.title == "Anarchism" and r.page_id == 2 for b in batches for r in b)
+    sent = responses.calls[1].request.params
+    assert (sent["pageids"], sent["prop"]) == ("2", "revisions")
+    assert "titles" not in sent and "redirects" not in sent
+    assert (sent["rvcontinue"], sent["continue"]) == ("20020225154311|7", "||info")
+    assert len(responses.calls) == 2
+
+
+@responses.activate
+def test_the_opening_resumes_from_start_with_content_and_ends_without_continue(client):
+    body = opening_body(redirect=False)
+    body.pop("continue")
+    responses.get(API, json=body)
+    start = datetime(2002, 2, 25, 15, 43, 11, tzinfo=timezone.utc)
+    opening = client.open_history("Anarchism", page_id=2, start=start, content=False)
+    sent = responses.calls[0].request.params
+    assert sent["rvstart"] == "2002-02-25T15:43:11Z" and opening.start == start and opening.more is None
+    assert list(client.continue_history(opening)) == [opening.batch] and len(responses.calls) == 1
+
+
+@responses.activate
+def test_an_opening_for_another_page_than_expected_reads_no_batch(client):
+    body = opening_body(redirect=False)
+    del body["query"]["pages"][0]["revisions"]      # the title's new page has nothing after the old start
+    body.pop("continue")
+    responses.get(API, json=body)
+    opening = client.open_history("Anarchism", page_id=99, start=datetime(2030, 1, 1, tzinfo=timezone.utc))
+    assert opening.page.page_id == 2 and opening.batch is None and opening.more is None
+
+
+@responses.activate
+def test_a_broken_opening_is_asked_again_the_same_way(client):
+    body = opening_body()
+    del body["query"]["pages"][0]["revisions"]
+    body.pop("continue")
+    responses.get(API, json=body)
+    responses.get(API, json=opening_body())
+    errors = []
+    opening = client.open_history("anarchy_now", on_retry=lambda e, d: errors.append(e))
+    assert isinstance(errors[0], BadResponse) and "'revisions' missing" in str(errors[0])
+    assert len(opening.batch) == 5
+    assert responses.calls[0].request.url == responses.calls[1].request.url
+
+
+@responses.activate
+def test_missing_invalid_and_special_titles_fail_the_opening_with_the_wikis_message(client):
+    body = recorded("info_normalized_redirects_invalid")["body"]
+    invalid = next(p for p in body["query"]["pages"] if p.get("invalid") and "[" in p["title"])
+    for page in (invalid, {"ns": 0, "title": "NoSuchPage", "missing": True},
+                 {"ns": -1, "title": "Special:Version", "special": True}):
+        responses.get(API, json={"batchcomplete": True, "query": {"pages": [page]},
+                                 "limits": {"revisions": 500}})
+    for title, message in (("Foo[bar]", "invalid characters"), ("NoSuchPage", "does not exist"),
+                           ("Special:Version", "not an article")):
+        with pytest.raises(PageUnavailable, match=message):
+            client.open_history(title)
+    assert len(responses.calls) == 3

@@ -9,7 +9,7 @@ from shared.hashing import source_uuid
 from shared.revisions.model import ResumePoint
 from shared.wire import SubscriptionSpec
 from spawn.host_limiter import Backoff
-from spawn.mediawiki import BadResponse, PageUnavailable
+from spawn.mediawiki import BadResponse, PageInfo, PageUnavailable
 from spawn.registry import Registry
 from spawn.source import DataSource
 from spawn.subscriber import Subscriber
@@ -171,6 +171,50 @@ def test_resume_from_the_store_drops_the_already_stored_revision():
     assert start == make_revisions(30)[-1].timestamp    # rvstart = newest stored, inclusive
 
 
+def test_a_new_source_resolves_its_title_in_its_first_history_request():
+    h = Harness(revisions=50, batch=20)
+    h.registry.upsert(spec("a"))
+    h.run()
+    assert h.wiki.calls == [("open", None, False, "Page"), ("revisions", None, False)]
+    assert len(h.store.rows) == 50 and h.status("a").revisions == 50
+
+
+def test_a_source_started_again_opens_at_the_stored_resume_point():
+    h = Harness(revisions=30, batch=20)
+    h.registry.upsert(spec("a"))
+    h.run()
+    h.registry.remove("a")                          # as after a restart, or a move to this node
+    h.wiki.history += make_revisions(45)[30:]
+    h.wiki.calls.clear()
+    h.registry.upsert(spec("b"))
+    h.run()
+    newest = make_revisions(30)[-1].timestamp
+    assert h.wiki.calls == [("open", newest, False, "Page")]      # nothing stored is read again
+    assert len(h.store.rows) == 45 and h.status("b").revisions == 45
+
+
+def test_an_opening_for_the_page_the_title_no_longer_names_is_not_used():
+    h = Harness(revisions=30)
+    h.registry.upsert(spec("a"))
+    h.run()
+    h.registry.remove("a")
+    h.wiki.page = PageInfo(8, 0, "Page", 0)         # deleted, then created again under the same title
+    h.wiki.history = make_revisions(12, page_id=8, start_id=500)
+    h.wiki.calls.clear()
+    h.registry.upsert(spec("b"))
+    h.run()
+    assert h.wiki.calls[0] == ("open", make_revisions(30)[-1].timestamp, False, "Page")
+    assert h.wiki.calls[1:] == [("revisions", None, False)]       # page 8 from its first revision
+    assert h.status("b").revisions == 12 and h.status("b").last_rev_id == 511
+
+
+def test_a_source_that_may_take_nothing_yet_only_resolves_its_title():
+    h = Harness()
+    h.registry.upsert(replace(spec("a"), leased=True))        # no quota lease from the hub yet
+    h.run()
+    assert h.wiki.calls == [("resolve", "Page")] and h.store.rows == {}
+
+
 def test_orphans_are_dropped_after_the_timeout_and_named_ones_are_kept():
     h = Harness()
     h.registry.upsert(spec("a"))
@@ -242,8 +286,7 @@ def test_source_thread_reports_upstream_errors_as_waiting_and_stops_promptly():
 
     def broken(*a, **kw):
         raise BadResponse("truncated or invalid JSON")
-        yield
-    wiki.revision_batches = broken
+    wiki.open_history = broken
     src = DataSource("k", "Page", client=wiki, store=store, batcher=batcher, revisit_min_s=60, revisit_max_s=600,
                      on_limit=lambda s: None, backoff=Backoff(base_s=30, cap_s=30))
     sub = Subscriber(spec("a"), seen_at=0)
@@ -261,7 +304,7 @@ def test_source_thread_marks_a_missing_page_failed():
 
     def missing(title, **kw):
         raise PageUnavailable("page 'Page' does not exist")
-    wiki.resolve = missing
+    wiki.resolve = wiki.open_history = missing
     src = DataSource("k", "Page", client=wiki, store=MemoryStore(), batcher=FakeBatcher(), revisit_min_s=60,
                      revisit_max_s=600, on_limit=lambda s: None)
     sub = Subscriber(spec("a"), seen_at=0)
