@@ -18,7 +18,7 @@ import requests
 from bench import bench_wiki
 from bench.common import (CASSANDRA_HOSTS, LOCAL_WIKI, ROOT, SECRET, USER_AGENT, cassandra_cpu,
                           cassandra_keyspace, group_cpu, heading, seeded_articles, table, verdict)
-from shared.hashing import source_uuid
+from shared.hashing import source_uuid, wiki_key
 from shared.http import make_session
 from spawn.host_limiter import HostLimiter
 from spawn.mediawiki import RVPROP, MediaWikiClient
@@ -70,7 +70,8 @@ def spawn_harvest(api: str, titles: list[str], keyspace: str,
     url = f"http://127.0.0.1:{port}"
     env = dict(os.environ, BW_NODE_SECRET=SECRET, BW_DATA_DIR=str(log_dir / "data"), BW_HOST_DELAY_S="0",
                BW_CASSANDRA_HOSTS=",".join(CASSANDRA_HOSTS), BW_CASSANDRA_KEYSPACE=keyspace,
-               BW_LOG_JSON="true", BW_LOG_LEVEL="WARNING", BW_USER_AGENT=USER_AGENT)
+               BW_LOG_JSON="true", BW_LOG_LEVEL="WARNING", BW_USER_AGENT=USER_AGENT,
+               BW_WIKI_ALLOWLIST=wiki_key(api))
     procs = Processes(log_dir)
     try:
         # no hub listens there: registration retries quietly, the benchmark sends what a hub would

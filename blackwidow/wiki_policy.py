@@ -5,16 +5,16 @@ A wiki URL must be http(s), end in api.php, and its host[:port] must match a BW_
 Addresses that are not globally routable (loopback, private, link-local such as the cloud metadata
 service 169.254.169.254, reserved, multicast) and "localhost" names are refused even when a wildcard
 matches: they are let through only when the allowlist names that exact host[:port], e.g.
-"127.0.0.1:8780" for a local test wiki.
+"127.0.0.1:8780" for a local test wiki (shared.wiki_hosts). A DNS name that resolves to such an address
+is refused by the spawn when it connects (spawn.wiki_session).
 """
 import fnmatch
-import ipaddress
 import re
-import socket
 from urllib.parse import urlsplit
 
 from shared.errors import ValidationError
 from shared.hashing import canonical_wiki_url, wiki_key
+from shared.wiki_hosts import allowlist_entries, internal_host
 
 FIELD = "wiki"
 # Plain DNS names and IPv4 only: anything else (backslashes, '%', IPv6 literals, raw unicode) is read
@@ -24,27 +24,6 @@ _HOST = re.compile(r"[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?")
 
 def _refuse(message: str):
     raise ValidationError(message, field=FIELD)
-
-
-def _ip_literal(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
-    try:
-        return ipaddress.ip_address(host)
-    except ValueError:
-        pass
-    # Resolvers also accept legacy IPv4 spellings ("2130706433", "0x7f.1", "127.1"): treat them as IPs.
-    if host and all(c in "0123456789abcdefx." for c in host) and not host.endswith("."):
-        try:
-            return ipaddress.IPv4Address(socket.inet_aton(host))
-        except OSError:
-            pass
-    return None
-
-
-def _internal(host: str) -> bool:
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    ip = _ip_literal(host)
-    return ip is not None and (not ip.is_global or ip.is_multicast)
 
 
 def check_wiki(url: str, allowlist: tuple[str, ...]) -> str:
@@ -68,8 +47,8 @@ def check_wiki(url: str, allowlist: tuple[str, ...]) -> str:
         _refuse("'wiki' must be the wiki's api.php URL")
     canonical = canonical_wiki_url(url)
     host_port = wiki_key(canonical)
-    patterns = tuple(p.strip().lower() for p in allowlist if p.strip())
-    if _internal(parts.hostname):
+    patterns = allowlist_entries(allowlist)
+    if internal_host(parts.hostname):
         if host_port in patterns:
             return canonical
         _refuse(f"'wiki' points at an internal address ({host_port}); "

@@ -37,6 +37,9 @@ def get(env: Mapping[str, str], key: str, cast: Callable = str, default=_MISSING
 
 
 DEFAULT_DATA_DIR = ".run/data"
+# Wikis a subscription may name (the hub) and the exact host[:port] entries that may be internal
+# addresses (the hub and the spawns alike: shared.wiki_hosts)
+DEFAULT_WIKI_ALLOWLIST = ("*.wikipedia.org", "*.wikimedia.org", "*.wiktionary.org", "*.wikidata.org")
 
 
 def default_database_url(data_dir: str) -> str:
@@ -97,8 +100,7 @@ class HubConfig(CommonConfig):
             detach_after_s=get(env, "BW_DETACH_AFTER_S", float, 15.0),
             orphan_after_s=get(env, "BW_ORPHAN_AFTER_S", float, 20.0),
             routing=routing,
-            wiki_allowlist=get(env, "BW_WIKI_ALLOWLIST", _list, ("*.wikipedia.org", "*.wikimedia.org",
-                                                                 "*.wiktionary.org", "*.wikidata.org")),
+            wiki_allowlist=get(env, "BW_WIKI_ALLOWLIST", _list, DEFAULT_WIKI_ALLOWLIST),
             max_body_bytes=get(env, "BW_MAX_BODY_BYTES", int, 1_048_576),
         )
 
@@ -115,6 +117,7 @@ class SpawnConfig(CommonConfig):
     orphan_after_s: float
     revisit_min_s: float
     revisit_max_s: float
+    wiki_allowlist: tuple[str, ...]     # only its exact host[:port] entries matter here: internal addresses
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ, **overrides) -> "SpawnConfig":
@@ -133,6 +136,7 @@ class SpawnConfig(CommonConfig):
             orphan_after_s=get(env, "BW_ORPHAN_AFTER_S", float, 20.0),
             revisit_min_s=get(env, "BW_REVISIT_MIN_S", float, 60.0),
             revisit_max_s=get(env, "BW_REVISIT_MAX_S", float, 86_400.0),
+            wiki_allowlist=get(env, "BW_WIKI_ALLOWLIST", _list, DEFAULT_WIKI_ALLOWLIST),
         )
         values.update(overrides)
         return cls(**values)

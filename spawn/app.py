@@ -18,6 +18,7 @@ from spawn.registry import Registry
 from spawn.resources.health import HealthResource, MetricsResource
 from spawn.resources.status import StatusResource
 from spawn.resources.subscriptions import SubscriptionsResource
+from spawn.wiki_session import wiki_session
 from spawn.wikis import Wikis
 
 logger = logging.getLogger(__name__)
@@ -37,7 +38,8 @@ def create_app(node: Node, *, secret: str) -> falcon.App:
 
 def build_node(config: SpawnConfig, *, store: RevisionStore, metrics: SpawnMetrics | None = None) -> Node:
     metrics = metrics or SpawnMetrics()
-    wikis = Wikis(config, http=make_session(config.user_agent), store=store, metrics=metrics)
+    wikis = Wikis(config, http=wiki_session(config.user_agent, config.wiki_allowlist), store=store,
+                  metrics=metrics)
     registry = Registry(wikis.make_source, orphan_after_s=config.orphan_after_s)
     hub = HubClient(make_session(config.user_agent, pool_size=2), config.hub_url, config.node_secret,
                     timeout=(5.0, 10.0))

@@ -1,4 +1,4 @@
-"""MediaWiki Action API client for revision histories. The only spawn module that imports requests.
+"""MediaWiki Action API client for revision histories: the spawn's only caller of a wiki's API.
 
 Exception tree (callers catch these, never requests' own):
     MediaWikiError
@@ -10,6 +10,7 @@ Exception tree (callers catch these, never requests' own):
       │     └── BadResponse        truncated JSON, HTML error page, missing or malformed fields
       ├── ApiError             any other API error code: a request we should not repeat as is
       ├── PageUnavailable      missing, invalid or special title (message from the API)
+      ├── AddressRefused       the wiki's host resolves to an internal address (spawn.wiki_session)
       └── Cancelled            the caller's cancel event fired while waiting
 Requests use formatversion=2 and errorformat=plaintext (errors come as an `errors` list).
 """
@@ -27,6 +28,7 @@ from shared.http import DEFAULT_TIMEOUT
 from shared.revisions.model import Revision
 from spawn import host_limiter
 from spawn.host_limiter import Backoff, HostLimiter
+from spawn.wiki_session import InternalAddress
 
 logger = logging.getLogger(__name__)
 
@@ -74,6 +76,10 @@ class ApiError(MediaWikiError):
 
 
 class PageUnavailable(MediaWikiError):
+    pass
+
+
+class AddressRefused(MediaWikiError):
     pass
 
 
@@ -168,6 +174,11 @@ class MediaWikiClient:
     def _once(self, params: dict) -> dict:
         try:
             resp = self.http.get(self.api_url, params=params, timeout=self.timeout)
+        except InternalAddress as exc:
+            self._on_request("refused")
+            logger.error("mediawiki.address_refused",
+                         extra={"host": exc.host_port, "addresses": exc.addresses})
+            raise AddressRefused(f"refused to connect: {exc}") from None
         except requests.RequestException as exc:
             self._on_request("transport")
             raise TransportError(f"{type(exc).__name__}: {exc}") from exc

@@ -18,7 +18,8 @@ from shared.revisions.model import ResumePoint, Revision
 from shared.revisions.store import RevisionStore, StoreError
 from spawn import revisit
 from spawn.host_limiter import Backoff
-from spawn.mediawiki import Cancelled, MediaWikiClient, MediaWikiError, Opening, PageInfo, PageUnavailable
+from spawn.mediawiki import (AddressRefused, Cancelled, MediaWikiClient, MediaWikiError, Opening, PageInfo,
+                             PageUnavailable)
 from spawn.metrics import SpawnMetrics
 from spawn.revisit import RevisitBatcher
 from spawn.subscriber import Subscriber
@@ -110,10 +111,12 @@ class DataSource:
                 self._wake.wait()
             except Cancelled:
                 return
-            except PageUnavailable as exc:
-                # the wiki's own message; retried only after the longest revisit interval
+            except (PageUnavailable, AddressRefused) as exc:
+                # the wiki's own message, or an address never to connect to; retried only after the
+                # longest revisit interval
                 self._report("failed", str(exc))
-                self.metrics.source_errors.labels(kind="unavailable").inc()
+                self.metrics.source_errors.labels(kind="unavailable" if isinstance(exc, PageUnavailable)
+                                                  else "refused").inc()
                 if self._stop.wait(self.revisit_max_s):
                     return
             except Exception as exc:        # one bad page never kills the thread

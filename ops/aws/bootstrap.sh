@@ -23,6 +23,7 @@ umask 077
   echo "BW_NODE_SECRET=$(secret "$NODE_SECRET_ARN")"
   echo "BW_LOG_JSON=true"
   echo "BW_DATA_DIR=/var/lib/blackwidow"
+  echo "BW_WIKI_ALLOWLIST=$BW_WIKI_ALLOWLIST"
 } > "$ENVF"
 install -d -o blackwidow -g blackwidow /var/lib/blackwidow
 
@@ -33,7 +34,6 @@ if [ "$BW_ROLE" = hub ]; then
   {
     echo "BW_ADMIN_TOKEN=$(secret "$ADMIN_TOKEN_ARN")"
     echo "BW_DATABASE_URL=postgresql+psycopg2://$db_user:$db_pass@$DB_HOST:$DB_PORT/blackwidow"
-    echo "BW_WIKI_ALLOWLIST=$BW_WIKI_ALLOWLIST"
   } >> "$ENVF"
   units="blackwidow-api blackwidow-scheduler"
   set -a; . "$ENVF"; set +a

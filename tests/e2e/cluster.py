@@ -69,7 +69,8 @@ class Cluster:
         self.hub = HubProcesses({**common, "BW_DATABASE_URL": database_url, "BW_WIKI_ALLOWLIST": allowlist,
                                  "BW_WORKERS": "2", "BW_SCHEDULER_METRICS_PORT": str(self.metrics_port),
                                  **(hub_env or {})}, run_dir / "hub", admin_token=self.admin_token)
-        self.spawn_env = {**common, "BW_CASSANDRA_HOSTS": "127.0.0.1", "BW_CASSANDRA_KEYSPACE": keyspace,
+        self.spawn_env = {**common, "BW_WIKI_ALLOWLIST": allowlist,
+                          "BW_CASSANDRA_HOSTS": "127.0.0.1", "BW_CASSANDRA_KEYSPACE": keyspace,
                           "BW_USER_AGENT": user_agent, "BW_DATA_DIR": str(run_dir / "spawn-data"),
                           "BW_HOST_DELAY_S": "0.05", **(spawn_env or {})}
         self.spawns: list[Spawn] = []

@@ -35,7 +35,8 @@ def spawn(hub: HubProcesses, run_dir: Path, index: int) -> LoggedProcess:
     data.mkdir()
     return LoggedProcess([str(BIN / "spawn"), "serve", "--hub", hub.url, "--bind", f"127.0.0.1:{port}"],
                          {"BW_NODE_SECRET": SECRET, "BW_DATA_DIR": str(data), "BW_LOG_JSON": "true",
-                          "BW_CASSANDRA_HOSTS": ""}, run_dir / f"spawn-{index}.log")
+                          "BW_CASSANDRA_HOSTS": "", "BW_WIKI_ALLOWLIST": "127.0.0.1:8780"},
+                         run_dir / f"spawn-{index}.log")
 
 
 def placed_as_routed(hub: HubProcesses, nodes: list[str]) -> bool:

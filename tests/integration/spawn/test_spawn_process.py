@@ -34,7 +34,7 @@ def spawns(tmp_path):
 
 def base_env(mediawiki, keyspace, tmp_path, **extra):
     return {"BW_CASSANDRA_HOSTS": "127.0.0.1", "BW_CASSANDRA_KEYSPACE": keyspace, "BW_DATA_DIR": str(tmp_path),
-            "BW_USER_AGENT": mediawiki.user_agent, **extra}
+            "BW_USER_AGENT": mediawiki.user_agent, "BW_WIKI_ALLOWLIST": wiki_key(mediawiki.api_url), **extra}
 
 
 def big_page_id(mediawiki):

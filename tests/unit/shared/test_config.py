@@ -26,3 +26,10 @@ def test_malformed_values_name_the_variable(key, value):
 def test_cassandra_hosts_list():
     cfg = SpawnConfig.from_env({"BW_NODE_SECRET": "n", "BW_CASSANDRA_HOSTS": "127.0.0.1, 127.0.0.2"})
     assert cfg.cassandra_hosts == ("127.0.0.1", "127.0.0.2")
+
+
+def test_spawns_read_the_hubs_wiki_allowlist_with_the_same_default():
+    hub = HubConfig.from_env({"BW_ADMIN_TOKEN": "a", "BW_NODE_SECRET": "n"})
+    assert SpawnConfig.from_env({"BW_NODE_SECRET": "n"}).wiki_allowlist == hub.wiki_allowlist
+    spawn = SpawnConfig.from_env({"BW_NODE_SECRET": "n", "BW_WIKI_ALLOWLIST": "127.0.0.1:8780, *.wikipedia.org"})
+    assert spawn.wiki_allowlist == ("127.0.0.1:8780", "*.wikipedia.org")
