@@ -7,7 +7,7 @@ import logging
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from blackwidow import quotas
+from blackwidow import quotas, tenant_limits
 from blackwidow.quotas import Dynamics, Params, Reported, SubLease
 from blackwidow.spawn_client import DEFAULT_TIMEOUT
 from blackwidow.store import leases as store
@@ -16,8 +16,6 @@ from shared.config import HubConfig
 from shared.wire import Lease, StatusReport, SubscriptionStatus
 
 logger = logging.getLogger(__name__)
-
-NOT_RUN = ("limit_reached", "disabled")
 
 
 @dataclass
@@ -62,7 +60,8 @@ def grant(sessionmaker, snap: Snapshot, live_ids: frozenset[str], config: HubCon
     for sid, sub in snap.subscriptions.items():
         assignment = snap.assignments.get(sid)
         # only where the node acknowledged the subscription: a lease for an absent one is refused for good
-        runs = sub.enabled and sub.state not in NOT_RUN and assignment is not None and assignment.acked \
+        runs = tenant_limits.scheduled(sub.enabled, sub.state, sub.spec.quota, sub.revisions) \
+            and assignment is not None and assignment.acked \
             and assignment.node_id in live_ids
         subs.setdefault(sub.spec.tenant_id, []).append(
             quotas.Sub(sid, used=sub.revisions, quota=sub.spec.quota, node=assignment.node_id if runs else None))

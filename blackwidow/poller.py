@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from typing import Callable
 
 from blackwidow.store import coordination as store
-from blackwidow import leasing, reload, router, sends
+from blackwidow import leasing, reload, router, sends, tenant_limits
 from blackwidow.store.coordination import AssignmentView, Snapshot, SubscriptionView
 from blackwidow.metrics import SchedulerMetrics
 from blackwidow.spawn_client import SpawnClient, SpawnError
@@ -25,7 +25,6 @@ logger = logging.getLogger(__name__)
 MAX_WORKERS = 32
 # A subscription its node reports failed is re-sent at most this often, not on every tick.
 FAILED_RESEND_AFTER_S = 30.0
-NOT_SCHEDULED = ("limit_reached", "disabled")
 NODE_STATES = frozenset({"assigned", "running", "waiting", "failed", "limit_reached"})   # what a node may report
 
 
@@ -91,8 +90,11 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
 
     status = _status_changes(snap, reports)
     current_state = {sid: status.get(sid, {}).get("state", sub.state) for sid, sub in snap.subscriptions.items()}
+    revisions = {sid: status.get(sid, {}).get("revisions", sub.revisions) for sid, sub in snap.subscriptions.items()}
     schedulable = {sid: sub.spec.source_uuid for sid, sub in snap.subscriptions.items()
-                   if sub.enabled and current_state[sid] not in NOT_SCHEDULED}
+                   if tenant_limits.scheduled(sub.enabled, current_state[sid], sub.spec.quota, revisions[sid])}
+    used_up = tenant_limits.exhausted({t: q.quota for t, q in leases.before.tenants.items()},
+                                      ((sub.spec.tenant_id, revisions[sid]) for sid, sub in snap.subscriptions.items()))
     routes = router.assign(schedulable, live_ids, config.routing)
     desired = {sid: (node, snap.subscriptions[sid].spec) for sid, node in routes.items()}
     previous = state.routed_nodes if state is not None and state.routed_nodes is not None \
@@ -107,7 +109,7 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
 
     outcomes = _execute(spawn_client, plan, snap, metrics)
     final = _final_assignments(snap, live_ids, reported, desired, plan, outcomes, at)
-    changes = _subscription_changes(snap, status, current_state, final, plan, outcomes, reported)
+    changes = _subscription_changes(snap, status, current_state, final, plan, outcomes, reported, used_up)
     try:
         with sessionmaker.begin() as session:
             _record(session, snap, final, changes, plan, live_ids, previous, at)
@@ -253,15 +255,19 @@ def _final_assignments(snap: Snapshot, live_ids: frozenset[str], reported: dict,
 
 def _subscription_changes(snap: Snapshot, status: dict[str, dict], current_state: dict[str, str],
                           final: dict[str, AssignmentView], plan: reload.Plan, outcomes: list[sends.Outcome],
-                          reported: dict) -> dict[str, dict]:
-    """Column values that differ from the snapshot: reported counters plus node_id/state."""
+                          reported: dict, used_up: dict[str, str]) -> dict[str, dict]:
+    """Column values that differ from the snapshot: reported counters plus node_id/state (limit_reached
+    with the tenant's numbers where its quota is used up)."""
     ack_state = {o.action.spec.id: o.state for o in outcomes if isinstance(o.action, reload.Put) and o.ok}
     adopted_state = {a.subscription_id: reported[a.node_id][a.subscription_id].state for a in plan.adopts}
     changes = {}
     for sub_id, sub in snap.subscriptions.items():
         node_id, state = _placement(sub, current_state[sub_id], final.get(sub_id),
                                     ack_state.get(sub_id) or adopted_state.get(sub_id))
+        state, tenant_reason = tenant_limits.shown(state, used_up.get(sub.spec.tenant_id))
         values = {**status.get(sub_id, {}), "node_id": node_id, "state": state}
+        if tenant_reason is not None:
+            values["last_error"] = tenant_reason
         diff = {k: v for k, v in values.items() if getattr(sub, k) != v}
         if diff:
             changes[sub_id] = diff

@@ -100,8 +100,12 @@ def run(make_cluster, mediawiki, cassandra_session, keyspace, *, kill: bool):
     assert 0.95 * QUOTA <= sum(stored.values()) <= QUOTA and watch.max_stored <= QUOTA
     assert {t: stored[t] for t in TITLES} == {t: subs_now[t]["revisions"] for t in TITLES}
     assert f'bw_tenant_quota{{name="quota-tenant",tenant="{tenant["id"]}"}} {float(QUOTA)}' in metrics
-    waiting = [s for s in subs_now.values() if s["state"] == "waiting"]
-    assert waiting and all("quota lease" in (s["last_error"] or "") for s in waiting)
+    if final["used"] == QUOTA:         # used up: every subscription says so
+        assert {(s["state"], s["last_error"]) for s in subs_now.values()} == \
+            {("limit_reached", f"tenant quota used up: {QUOTA:,} of {QUOTA:,} revisions")}
+    else:                              # the rest is leased out and not spent yet
+        waiting = [s for s in subs_now.values() if s["state"] == "waiting"]
+        assert waiting and all("quota lease" in (s["last_error"] or "") for s in waiting)
     if killed is not None:
         assert all(s["node"] != killed for s in subs_now.values())
     assert set(by_title) == set(subs_now)

@@ -8,7 +8,7 @@ import requests
 import sqlalchemy as sa
 
 from blackwidow import router, sends, store
-from blackwidow.models import Assignment, Node, Reload
+from blackwidow.models import Assignment, Node, Reload, Subscription
 from blackwidow.poller import FAILED_RESEND_AFTER_S, PollerState, poll_once, utcnow
 from blackwidow.spawn_client import SpawnClient
 from tests.integration.coordination_support import (SECRET, add_subscriptions, assignments, client, db_url,  # noqa: F401
@@ -167,6 +167,7 @@ def test_subscription_changes_make_a_soft_reload(maker, spawns, client, db_url):
         store.update_subscription(session, disabled, {"enabled": False})
         store.delete_subscription(session, deleted)
         store.update_subscription(session, requota, {"quota": 7})
+        store.update_subscription(session, limited, {"quota": 3})     # the double reports 3 revisions
     added = add_subscriptions(maker, 1, prefix="Fresh")[0]
     node_of = held(doubles)
     by_id = {d.node_id: d for d in doubles}
@@ -192,6 +193,31 @@ def test_subscription_changes_make_a_soft_reload(maker, spawns, client, db_url):
         store.update_subscription(session, disabled, {"enabled": True})
     assert poll_once(maker, client, config, state=state).sent == 1
     assert disabled in held(doubles)
+
+
+def test_a_used_up_tenant_quota_shows_limit_reached_and_keeps_the_subscriptions_placed(maker, spawns, client,
+                                                                                      db_url):
+    (node,) = spawns(1)
+    register(maker, [node])
+    ids = add_subscriptions(maker, 2, prefix="Budget")          # the double reports 3 revisions each
+    with maker.begin() as session:
+        tenant_id = session.get(Subscription, ids[0]).tenant_id
+        store.update_tenant(session, tenant_id, {"quota": 6})
+    config = hub_config(db_url)
+    steady(maker, client, config)
+    rows = subscriptions(maker)
+    assert {(rows[i].state, rows[i].last_error) for i in ids} == \
+        {("limit_reached", "tenant quota used up: 6 of 6 revisions")}
+    assert set(held([node])) == set(ids)               # still on their node, unlike a subscription's own limit
+    node.reset_counts()
+    assert poll_once(maker, client, config).kind is None and node.sent() == 0
+
+    with maker.begin() as session:
+        store.update_tenant(session, tenant_id, {"quota": 100})
+    poll_once(maker, client, config)
+    rows = subscriptions(maker)
+    assert {(rows[i].state, rows[i].last_error) for i in ids} == {("running", None)}
+    assert node.sent() == 0                              # raising the quota resends nothing
 
 
 def test_failed_subscriptions_are_restarted_at_most_every_resend_interval(maker, spawns, client, db_url):
