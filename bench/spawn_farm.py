@@ -1,12 +1,14 @@
 """Many simulated spawns in one process: each node is a real HTTP endpoint on a port of its own,
 speaking the node API of shared/wire.py as tests/integration/spawn_double.py does (idempotent PUT,
-DELETE of unknown ids succeeds, status reports every subscription with the spec it runs). It fetches
+DELETE of unknown ids succeeds, POST /v1/subscriptions applies a batch's drops then its puts the same
+way and answers per item, status reports every subscription with the spec it runs). It fetches
 nothing. One asyncio loop serves every port with a minimal HTTP/1.1 keep-alive server, so a
 thousand nodes cost one process.
 
     BW_NODE_SECRET=S python -m bench.spawn_farm --nodes 1000
 Prints one JSON line {"urls": [...], "control": url} once listening, then serves until stdin closes.
-GET {control}/stats answers {"PUT": n, "DELETE": n, "POST": n, "subscriptions": n}; POST resets counts;
+GET {control}/stats answers {"PUT": n, "DELETE": n, "POST": n, "BATCH": n, "subscriptions": n} (puts and
+drops applied by either route, status polls, batch requests); POST resets counts;
 POST {control}/load {url: [spec, ...]} installs specs directly (profiling a hub that has run a while).
 """
 import argparse
@@ -19,6 +21,7 @@ import uuid
 from collections import Counter
 
 from shared.hashing import node_id_for
+from shared.wire import MAX_BATCH_ITEMS
 
 SUB_PATH = "/v1/subscriptions/"
 
@@ -46,6 +49,25 @@ class SimNode:
         if removed:
             self._report = None
         return 200, {"id": sub_id, "removed": removed}
+
+    def apply_batch(self, body) -> tuple[int, dict]:
+        """POST /v1/subscriptions: every drop, then every put; a put that is not a spec fails alone."""
+        drops = body.get("drops", []) if isinstance(body, dict) else None
+        puts = body.get("puts", []) if isinstance(body, dict) else None
+        for name, items in (("drops", drops), ("puts", puts)):
+            if not isinstance(items, list) or name == "drops" and not all(isinstance(d, str) for d in items):
+                return 422, {"error": {"code": "invalid", "message": f"'{name}' must be a list",
+                                       "field": name}}
+        if len(drops) + len(puts) > MAX_BATCH_ITEMS:
+            return 413, {"error": {"code": "too_large", "message": f"at most {MAX_BATCH_ITEMS} items",
+                                   "field": "drops" if len(drops) > MAX_BATCH_ITEMS else "puts"}}
+        acks = {"drops": [self.delete(sub_id)[1] for sub_id in drops], "puts": []}
+        for spec in puts:
+            sub_id = spec.get("id") if isinstance(spec, dict) and isinstance(spec.get("id"), str) else None
+            status, answer = self.put(sub_id, spec) if sub_id is not None else (422, {"error": {
+                "code": "invalid", "message": "'id' is required", "field": "id"}})
+            acks["puts"].append(answer if status == 200 else {"id": sub_id, **answer})
+        return 200, acks
 
     def report(self) -> bytes:
         if self._report is None:
@@ -77,9 +99,20 @@ class Farm:
             return 200, json.dumps(stats).encode()
         if headers.get("authorization") != self.auth:
             return 401, b'{"error": {"code": "unauthorized", "message": "bad node secret"}}'
-        self.counts[method] += 1
         if path == "/v1/status" and method in ("GET", "POST"):
+            self.counts[method] += 1
             return 200, node.report()
+        if path == SUB_PATH.rstrip("/") and method == "POST":
+            self.counts["BATCH"] += 1
+            try:
+                status, answer = node.apply_batch(json.loads(body))
+            except ValueError:
+                status, answer = 400, {"error": {"code": "bad_json", "message": "body is not JSON"}}
+            if status == 200:
+                self.counts["DELETE"] += len(answer["drops"])
+                self.counts["PUT"] += len(answer["puts"])
+            return status, json.dumps(answer).encode()
+        self.counts[method] += 1
         if path.startswith(SUB_PATH):
             sub_id = path[len(SUB_PATH):]
             if method == "PUT":

@@ -138,6 +138,7 @@ def test_auth_allowlist_and_secrets_on_real_processes(make_cluster, mediawiki):
                         {"Authorization": node}, {"Authorization": f"Basic {node}"}):
             for method, path, body in (("PUT", f"/v1/subscriptions/{spec.id}", spec.to_dict()),
                                        ("DELETE", f"/v1/subscriptions/{spec.id}", None),
+                                       ("POST", "/v1/subscriptions", {"drops": [], "puts": [spec.to_dict()]}),
                                        ("POST", "/v1/status", {"node_id": watched.node_id, "assigned": []}),
                                        ("GET", "/v1/status", None)):
                 resp = requests.request(method, spawn_url + path, json=body, headers=headers, timeout=10)
@@ -166,7 +167,7 @@ def test_auth_allowlist_and_secrets_on_real_processes(make_cluster, mediawiki):
 
         # -- secrets: only ever in the Authorization header ------------------------------------------------
         polls = [ex for ex in poll_proxy.exchanges if ex.path == "/v1/status" and ex.method == "POST"]
-        puts = [ex for ex in poll_proxy.exchanges if ex.method == "PUT"]
+        puts = [ex for ex in poll_proxy.exchanges if ex.path.startswith("/v1/subscriptions")]     # sends
         registrations = [ex for ex in hub_proxy.exchanges if ex.path == "/v1/nodes" and ex.method == "POST"]
         assert polls and registrations and all(ex.status == 200 for ex in polls)
         assert any(b'"leases"' in ex.request_body for ex in polls)
