@@ -1,6 +1,9 @@
 """RevisionStore on Cassandra (tables in cassandra/schema.cql): prepared, idempotent statements run
 concurrently at LOCAL_QUORUM; a page's latest pointer is written only after all its rows."""
 import logging
+import struct
+import threading
+from collections import OrderedDict
 from datetime import datetime
 from typing import Iterable, Iterator, Sequence
 
@@ -9,8 +12,8 @@ from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, N
 from cassandra.concurrent import execute_concurrent
 from cassandra.connection import ConnectionException
 from cassandra.policies import DCAwareRoundRobinPolicy, TokenAwarePolicy
-from cassandra.query import BatchStatement, BatchType
 
+from shared.revisions.cql_batches import batched, unlogged
 from shared.revisions.derived import (
     CONTENT_CODEC, EARLIEST, LATEST, compress_text, day_of, day_shard, decompress_text, missing_parents,
     month_of, newest, one_page, pointer_timestamp_us, size_deltas, utc)
@@ -20,9 +23,7 @@ from shared.revisions.store import StoreError
 logger = logging.getLogger(__name__)
 
 DEFAULT_CONCURRENCY = 64
-# Rows of one partition sent together as an UNLOGGED batch; small enough to stay under Cassandra's
-# 5 KiB batch warning with long comments.
-BATCH_ROWS = 4
+SIZE_CACHE_ENTRIES = 100_000        # pages whose newest size is remembered (~100 bytes each)
 _DRIVER_ERRORS = (DriverException, NoHostAvailable, ConnectionException)
 
 _REVISION_COLUMNS = ("rev_ts, rev_id, ns, title, parent_id, user_text, user_id, anon, minor, size, "
@@ -99,8 +100,13 @@ class CassandraRevisionStore:
         if keyspace not in session.cluster.metadata.keyspaces:
             raise StoreError(f"keyspace {keyspace!r} does not exist; apply cassandra/schema.cql first")
         self._session = session
+        self._keyspace = keyspace
         self._concurrency = concurrency
         self._owns_cluster = owns_cluster
+        # (wiki, rev_id) -> size of each page's newest written revision; a revision's size never
+        # changes, so an entry is never stale
+        self._sizes: OrderedDict[tuple[str, int], int] = OrderedDict()
+        self._sizes_lock = threading.Lock()
         self._ps = {}
         for name, cql in _CQL.items():
             statement = session.prepare(cql.format(ks=keyspace))
@@ -122,30 +128,56 @@ class CassandraRevisionStore:
 
     def _write(self, wiki: str, page_id: int, revisions: Sequence[Revision]) -> None:
         ps = self._ps
-        parents = sorted(missing_parents(revisions))
-        stored_sizes = {}
-        for parent, rows in zip(parents, self._run([(ps["parent_size"], (wiki, p)) for p in parents])):
-            row = rows.one()
-            if row is not None:
-                stored_sizes[parent] = row.size
-        deltas = size_deltas(revisions, stored_sizes)
+        deltas = size_deltas(revisions, self._parent_sizes(wiki, missing_parents(revisions)))
         latest = newest(revisions)
         latest_us = pointer_timestamp_us(latest)
 
         rows = [(ps["title"], (wiki, latest.title, page_id, latest.ns, latest_us))]
         for r in revisions:
             rows += self._row_statements(r, deltas[r.rev_id])
-        self._run(_partition_batches(rows))
+        try:
+            requests = batched(rows, self._replicas)
+        except (TypeError, ValueError, struct.error) as exc:    # a value or key the driver cannot serialize
+            raise StoreError(f"revisions of {wiki} page {page_id} cannot be stored: {exc}") from exc
+        self._run(requests)
 
-        # Revision rows are durable; now the per-month counts, then the page's totals.
+        # Revision rows are durable: count the months they fell in (the other months' counts are
+        # read meanwhile), then write the counts, the page's totals and, last, the pointer that
+        # resume_point() reads. page_months and pages share the partition key (wiki, page_id), so
+        # that batch is one mutation, applied as a whole: counts and pointer land together.
         months = sorted({month_of(r.timestamp) for r in revisions})
-        counts = self._run([(ps["count_month"], (wiki, page_id, m)) for m in months])
-        self._run([(ps["page_month"], (wiki, page_id, m, rows.one()[0])) for m, rows in zip(months, counts)])
-        per_month = {row.month: row.revisions for row in self._session.execute(ps["months"], (wiki, page_id))}
-        self._session.execute(ps["page_stats"], (min(per_month), sum(per_month.values()), wiki, page_id))
-        # Last: the pointer that resume_point() reads.
-        self._session.execute(ps["page_latest"], (latest_us, latest.ns, latest.title, latest.rev_id,
-                                                  utc(latest.timestamp), latest.size, wiki, page_id))
+        *counts, stored = self._run([(ps["count_month"], (wiki, page_id, m)) for m in months]
+                                    + [(ps["months"], (wiki, page_id))])
+        per_month = {row.month: row.revisions for row in stored}
+        per_month.update((m, rows.one()[0]) for m, rows in zip(months, counts))
+        commit = [(ps["page_month"], (wiki, page_id, m, per_month[m])) for m in months]
+        commit += [(ps["page_stats"], (min(per_month), sum(per_month.values()), wiki, page_id)),
+                   (ps["page_latest"], (latest_us, latest.ns, latest.title, latest.rev_id,
+                                        utc(latest.timestamp), latest.size, wiki, page_id))]
+        self._session.execute(unlogged(commit))
+        self._remember_size(wiki, latest)
+
+    def _parent_sizes(self, wiki: str, parents: set[int]) -> dict[int, int]:
+        """Sizes of parent revisions stored by earlier writes: remembered for each page's newest
+        revision (the next batch's first parent), else read from revisions_by_id."""
+        sizes, unknown = {}, []
+        for parent in sorted(parents):
+            size = self._sizes.get((wiki, parent))
+            if size is None:
+                unknown.append(parent)
+            else:
+                sizes[parent] = size
+        for parent, rows in zip(unknown, self._run([(self._ps["parent_size"], (wiki, p)) for p in unknown])):
+            row = rows.one()
+            if row is not None:
+                sizes[parent] = row.size
+        return sizes
+
+    def _remember_size(self, wiki: str, latest: Revision) -> None:
+        with self._sizes_lock:
+            if len(self._sizes) >= SIZE_CACHE_ENTRIES:
+                self._sizes.popitem(last=False)
+            self._sizes[(wiki, latest.rev_id)] = latest.size
 
     def _row_statements(self, r: Revision, delta: int | None) -> list[tuple]:
         ps, ts, month, tags = self._ps, utc(r.timestamp), month_of(r.timestamp), frozenset(r.tags)
@@ -166,6 +198,11 @@ class CassandraRevisionStore:
             out.append((ps["content"], (r.wiki, r.rev_id, r.page_id, r.content_model, CONTENT_CODEC,
                                         compress_text(r.content), r.sha1)))
         return out
+
+    def _replicas(self, routing_key: bytes) -> tuple | None:
+        """The replica set owning a partition, from the driver's token map; None when unknown."""
+        hosts = self._session.cluster.metadata.get_replicas(self._keyspace, routing_key)
+        return tuple(hosts) if hosts else None
 
     def _run(self, statements: list[tuple]) -> list:
         """Run concurrently; every statement is attempted, then the first failure is raised. Failures
@@ -230,29 +267,6 @@ class CassandraRevisionStore:
     def close(self) -> None:
         if self._owns_cluster:
             self._session.cluster.shutdown()
-
-
-def _partition_batches(statements: list[tuple]) -> list[tuple]:
-    """The same upserts, rows that share a table and partition grouped BATCH_ROWS at a time into
-    UNLOGGED batches: one request and one mutation per group. A write is bound by the driver's
-    per-request CPU, not by the network (bench/writer.py: a third less time per revision)."""
-    groups: dict[tuple, list[tuple]] = {}
-    for ps, params in statements:
-        key = (ps.query_id, *(params[i] for i in ps.routing_key_indexes or ()))
-        groups.setdefault(key, []).append((ps, params))
-    out = []
-    for rows in groups.values():
-        for start in range(0, len(rows), BATCH_ROWS):
-            chunk = rows[start:start + BATCH_ROWS]
-            if len(chunk) == 1:
-                out.append(chunk[0])
-                continue
-            batch = BatchStatement(batch_type=BatchType.UNLOGGED)
-            batch.is_idempotent = True          # every row is an upsert of the same cells
-            for ps, params in chunk:
-                batch.add(ps, params)
-            out.append((batch, None))
-    return out
 
 
 def _revision(wiki: str, page_id: int, row) -> Revision:

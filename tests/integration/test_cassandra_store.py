@@ -1,6 +1,8 @@
 """The RevisionStore contract on the real local Cassandra, plus the query tables the analysts read."""
 import dataclasses
+import logging
 import zlib
+from datetime import timedelta
 
 import pytest
 from cassandra import ConsistencyLevel
@@ -106,6 +108,20 @@ def test_query_tables_answer_the_analysts_questions(cassandra_session, cassandra
     newest = rows("revisions_by_page", "wiki = ? AND page_id = ? AND month = ? LIMIT 1", wiki, 21,
                   hidden.timestamp.year * 100 + hidden.timestamp.month)[0]
     assert (newest.rev_id, newest.user_hidden, newest.user_text) == (hidden.rev_id, True, None)
+
+
+def test_batches_stay_under_the_servers_warning_thresholds(caplog, cassandra_revision_store):
+    # the longest fields MediaWiki allows (500-character comments, 255-byte titles), a new day,
+    # user and tag partition for almost every revision: the grouping's worst case
+    wiki = "batches.example.org"
+    revisions = [dataclasses.replace(r, title="T" * 255, comment="ü" * 500, user=f"Editor {r.rev_id}",
+                                     tags=(f"tag-{r.rev_id % 7}",))
+                 for r in make_history(wiki, 9, 500, step=timedelta(hours=31))]
+    with caplog.at_level(logging.WARNING):
+        cassandra_revision_store.write(revisions)
+    # the driver logs the server's warnings ("Server warning: Unlogged batch covering 11 partitions ...")
+    assert [r.getMessage() for r in caplog.records] == []
+    assert len(list(cassandra_revision_store.history(wiki, 9))) == 500
 
 
 def test_content_is_stored_compressed(cassandra_session, cassandra_keyspace, cassandra_revision_store):
