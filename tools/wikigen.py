@@ -2,6 +2,8 @@
 
 Writes a MediaWiki XML export (schema 0.11) for importDump.php, the accounts it needs
 (users.txt) and the expected histories (expected.json.gz) that tests compare the API against.
+An export carries no change tags: the revisions' tags are in the expected histories only, and
+tools.wikitags applies them to the imported wiki.
 Stdlib only: scripts/services/mediawiki.sh runs it with the system python3 before any venv exists.
 
     python -m tools.wikigen --out DIR [--seed N]
@@ -22,12 +24,13 @@ from pathlib import Path
 from xml.sax.saxutils import escape, quoteattr
 
 # Bump whenever the output for a given seed changes: the service script reseeds the wiki on a mismatch.
-GENERATOR_VERSION = "2"
+GENERATOR_VERSION = "3"
 DEFAULT_SEED = 1
 
 BIG_TITLE = "Synthetic article 1"
 UNICODE_TITLE = "Ünïcödé – 東京"
 REDIRECT_TITLE = "Redirect to one"
+REVERT_TAG = "vandalism-revert"     # the change tag of every revert of vandalism
 
 DUMP_FILE = "dump.xml"
 USERS_FILE = "users.txt"
@@ -106,6 +109,7 @@ class Revision:
     size: int               # UTF-8 bytes of text
     sha1: str               # base 16, as the API reports it
     text: str | None = None  # present when generated, absent when loaded from expected.json.gz
+    tags: tuple[str, ...] = ()  # change tags, sorted
 
 
 @dataclass(frozen=True)
@@ -250,9 +254,10 @@ class _PageText:
             self.paras[i] = " ".join(words)
 
 
-def _revision(ts: str, user: str, anon: bool, minor: bool, comment: str, text: str) -> Revision:
+def _revision(ts: str, user: str, anon: bool, minor: bool, comment: str, text: str,
+              tags: tuple[str, ...] = ()) -> Revision:
     return Revision(ts, user, anon, minor, comment, len(text.encode("utf-8")),
-                    hashlib.sha1(text.encode("utf-8")).hexdigest(), text)
+                    hashlib.sha1(text.encode("utf-8")).hexdigest(), text, tags)
 
 
 def _history(rng: random.Random, n: int, size_class: str, pick_user, pick_ip,
@@ -274,7 +279,8 @@ def _history(rng: random.Random, n: int, size_class: str, pick_user, pick_ip,
             reverter = pick_user()
             revs.append(_revision(stamps[i + 1], reverter, False, True,
                                   f"Reverted edits by [[Special:Contributions/{ip}|{ip}]] "
-                                  f"([[User talk:{ip}|talk]]) to last version by {good.user}", body.text()))
+                                  f"([[User talk:{ip}|talk]]) to last version by {good.user}", body.text(),
+                                  (REVERT_TAG,)))
             i += 2
             continue
         if i > 0:
@@ -393,7 +399,7 @@ def load_expected(path: str | os.PathLike) -> Wiki:
         data = json.load(f)
     pages = tuple(
         Page(p["title"], p["ns"], p["is_redirect"], p["redirect_target"],
-             tuple(Revision(**r) for r in p["revisions"]))
+             tuple(Revision(**{**r, "tags": tuple(r["tags"])}) for r in p["revisions"]))
         for p in data["pages"]
     )
     return Wiki(data["generator_version"], data["seed"], tuple(data["users"]), pages)
@@ -417,9 +423,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--out is required")
     wiki = generate(args.seed)
     write(wiki, args.out)
-    n = sum(len(p.revisions) for p in wiki.pages)
-    print(f"wikigen {GENERATOR_VERSION}: {len(wiki.pages)} pages, {n} revisions, {len(wiki.users)} users "
-          f"-> {args.out}")
+    revs = [r for p in wiki.pages for r in p.revisions]
+    print(f"wikigen {GENERATOR_VERSION}: {len(wiki.pages)} pages, {len(revs)} revisions "
+          f"({sum(bool(r.tags) for r in revs)} tagged), {len(wiki.users)} users -> {args.out}")
     return 0
 
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # MediaWiki 1.39 from Debian packages (SQLite), seeded from tools/wikigen, served by `php -S` on 127.0.0.1:8780.
 # up: install packages if missing; build and seed the wiki once per generator version+seed; start the server.
+# The seed is the generator's dump (importDump.php) plus its change tags (tools/wikitags, through the API).
 # A second `up` only (re)starts the server. down: stop the server's process group. status: 0 iff answering.
 # BW_MW_DIR and BW_MW_GENERATOR (a module with wikigen's command line) build another wiki elsewhere (benchmarks).
 set -euo pipefail
@@ -133,8 +134,24 @@ PHPEOF
     "$SEEDDIR/dump.xml" >"$DIR/import.log" 2>&1 || { tail -20 "$DIR/import.log"; exit 1; }
   revs=$(grep -c '<revision>' "$SEEDDIR/dump.xml")
   log "imported $revs revisions in $(since "$t1") s"
+
+  # Tags go through the API as Admin, so the server runs before the stamp: a failure leaves no stamp
+  # and the next `up` rebuilds.
+  start_server
+  if ! apply_tags; then
+    stop_server
+    log "tagging failed"; exit 1
+  fi
   want_stamp >"$STAMP"
   log "wiki built in $(since "$t0") s"
+}
+
+apply_tags() {
+  local t1
+  t1=$(now)
+  BW_MW_ADMIN_PASSWORD="$ADMIN_PASS" "$PY" -m tools.wikitags --api "$API" --expected "$SEEDDIR/expected.json.gz" \
+    | sed 's/^/mediawiki: /' || return 1
+  log "tags applied in $(since "$t1") s"
 }
 
 start_server() {

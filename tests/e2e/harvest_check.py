@@ -1,5 +1,5 @@
 """What a harvest into Cassandra must equal: the generator's expected histories (timestamps, users, flags,
-comments, sizes, sha1), every revision stored exactly once by key, nothing else."""
+comments, sizes, sha1, change tags), every revision stored exactly once by key, nothing else."""
 from shared.hashing import wiki_key
 from shared.revisions.cassandra_store import CassandraRevisionStore
 from tests.integration.analytics.harvest import wiki_pages

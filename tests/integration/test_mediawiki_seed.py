@@ -1,13 +1,13 @@
-"""The seeded local MediaWiki serves exactly the histories tools.wikigen wrote."""
+"""The seeded local MediaWiki serves exactly the histories tools.wikigen wrote, change tags included."""
 import hashlib
 
 import pytest
 
-from tools.wikigen import BIG_TITLE, REDIRECT_TITLE, UNICODE_TITLE
+from tools.wikigen import BIG_TITLE, REDIRECT_TITLE, REVERT_TAG, UNICODE_TITLE
 
 pytestmark = pytest.mark.integration
 
-META = "ids|timestamp|user|userid|size|sha1|comment|flags"
+META = "ids|timestamp|user|userid|size|sha1|comment|flags|tags"
 
 
 def _get(http, api_url, params):
@@ -36,11 +36,12 @@ def _history(http, api_url, title, rvprop=META, rvlimit="max", **extra):
 
 def _as_expected(rev):
     return (rev["timestamp"], rev["user"], rev.get("anon", False), rev["minor"], rev["comment"],
-            rev["size"], rev["sha1"])
+            rev["size"], rev["sha1"], tuple(sorted(rev["tags"])))
 
 
 def _expected_rows(page):
-    return [(r.timestamp, r.user, r.anon, r.minor, r.comment, r.size, r.sha1) for r in page.revisions]
+    return [(r.timestamp, r.user, r.anon, r.minor, r.comment, r.size, r.sha1, r.tags)
+            for r in page.revisions]
 
 
 @pytest.fixture(scope="module")
@@ -63,6 +64,26 @@ def test_every_page_history_matches(mediawiki, http):
     for page in mediawiki.expected.pages:
         got, _ = _history(http, mediawiki.api_url, page.title)
         assert [_as_expected(r) for r in got] == _expected_rows(page), page.title
+
+
+def test_the_wiki_serves_exactly_the_generated_tags(mediawiki, http):
+    generated = {(p.title, r.timestamp): r.tags
+                 for p in mediawiki.expected.pages for r in p.revisions if r.tags}
+    assert len(generated) > 100 and {t for tags in generated.values() for t in tags} == {REVERT_TAG}
+    served, cont = {}, {}
+    while True:
+        body = _get(http, mediawiki.api_url, {"action": "query", "list": "allrevisions",
+                                              "arvprop": "timestamp|tags", "arvlimit": "max", **cont})
+        served.update({(p["title"], r["timestamp"]): tuple(sorted(r["tags"]))
+                       for p in body["query"]["allrevisions"] for r in p["revisions"] if r["tags"]})
+        if "continue" not in body:
+            break
+        cont = body["continue"]
+    assert served == generated
+    body = _get(http, mediawiki.api_url, {"action": "query", "list": "tags", "tglimit": "max",
+                                          "tgprop": "defined|source"})
+    manual = [t["name"] for t in body["query"]["tags"] if "manual" in t["source"] and t["defined"]]
+    assert manual == [REVERT_TAG]
 
 
 def test_registered_users_have_ids_and_ips_are_anon(mediawiki, http):

@@ -90,6 +90,17 @@ def test_sizes_sha1_and_variety(wiki):
     assert 0.05 < sum(r.minor for r in revs) / len(revs) < 0.5
 
 
+def test_reverts_and_only_they_carry_the_revert_tag(wiki):
+    revs = [r for p in wiki.pages for r in p.revisions]
+    tagged = [r for r in revs if r.tags]
+    assert len(tagged) > 100 and all(r.tags == (wikigen.REVERT_TAG,) for r in tagged)
+    # each follows the IP edit it reverts and restores the text before it
+    for page in wiki.pages:
+        for i, r in enumerate(page.revisions):
+            if r.tags:
+                assert page.revisions[i - 1].anon and r.sha1 == page.revisions[i - 2].sha1 and not r.anon
+
+
 def test_sha1_base36_matches_dump_convention():
     assert wikigen.sha1_base36("") == "phoiac9h4m842xq45sp7s6u21eteeq1"
     assert wikigen.sha1_base36("Hello, world!") == "hbbvduyzg9rvcn7s9tgwxvh7c4u19y1"
@@ -98,6 +109,7 @@ def test_sha1_base36_matches_dump_convention():
 def test_expected_file_round_trips_without_text(wiki, written):
     loaded = wikigen.load_expected(written / wikigen.EXPECTED_FILE)
     assert loaded == wikigen.without_text(wiki)
+    assert any(r.tags for p in loaded.pages for r in p.revisions)
     assert loaded.generator_version == wikigen.GENERATOR_VERSION and loaded.seed == 7
     assert (written / wikigen.EXPECTED_FILE).stat().st_size < 2_000_000
 

@@ -1,5 +1,6 @@
-"""Session fixtures for the analysts' tests: the local wiki's reverts tagged, then harvested for real by
-the spawn's code into a fresh Cassandra keyspace and into a SQLite file, plus the generator's answers."""
+"""Session fixtures for the analysts' tests: the local wiki (change tags included, as seeded) harvested for
+real by the spawn's code into a fresh Cassandra keyspace and into a SQLite file, plus the generator's
+answers."""
 import time
 import uuid
 from dataclasses import dataclass
@@ -11,7 +12,7 @@ from shared.revisions.cassandra_store import CassandraRevisionStore
 from shared.revisions.cql_schema import apply_schema
 from shared.revisions.sqlite_store import SQLiteRevisionStore
 from tests.integration.analytics.expected import Edit, edits_by_title
-from tests.integration.analytics.harvest import harvest, tag_reverts, wiki_pages
+from tests.integration.analytics.harvest import harvest, wiki_pages
 
 
 @dataclass
@@ -29,12 +30,6 @@ def expected_edits(mediawiki) -> dict[str, list[Edit]]:
 
 
 @pytest.fixture(scope="session")
-def tagged_wiki(mediawiki) -> int:
-    """Runs before any harvest below: tags are read at harvest time and stored with each revision."""
-    return tag_reverts(mediawiki)
-
-
-@pytest.fixture(scope="session")
 def wiki_page_info(mediawiki, expected_edits) -> dict[str, tuple[int, int]]:
     return wiki_pages(mediawiki, sorted(expected_edits))
 
@@ -48,7 +43,7 @@ def _harvest(mediawiki, store, titles, location: str) -> Harvest:
 
 
 @pytest.fixture(scope="session")
-def cassandra_harvest(cassandra_session, mediawiki, expected_edits, tagged_wiki):
+def cassandra_harvest(cassandra_session, mediawiki, expected_edits):
     keyspace = f"bw_analytics_{uuid.uuid4().hex[:10]}"
     apply_schema(cassandra_session, keyspace, 1)
     store = CassandraRevisionStore(cassandra_session, keyspace)
@@ -60,7 +55,7 @@ def cassandra_harvest(cassandra_session, mediawiki, expected_edits, tagged_wiki)
 
 
 @pytest.fixture(scope="session")
-def sqlite_harvest(tmp_path_factory, mediawiki, expected_edits, tagged_wiki):
+def sqlite_harvest(tmp_path_factory, mediawiki, expected_edits):
     path = tmp_path_factory.mktemp("analytics") / "revisions.db"
     store = SQLiteRevisionStore(str(path))
     try:

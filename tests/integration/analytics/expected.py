@@ -3,8 +3,6 @@ computed here from tools.wikigen's output alone, never from what was harvested."
 from dataclasses import dataclass
 from datetime import date, datetime
 
-from tests.integration.analytics.harvest import is_revert
-
 
 @dataclass(frozen=True)
 class Edit:
@@ -16,7 +14,7 @@ class Edit:
     comment: str
     size: int
     delta: int              # size minus the previous revision's size; a creation's delta is its size
-    tagged: bool            # carries harvest.TAG (a revert)
+    tags: tuple[str, ...]   # change tags, sorted: the generator tags its reverts (wikigen.REVERT_TAG)
 
     @property
     def month(self) -> int:
@@ -38,7 +36,7 @@ def edits_by_title(wiki) -> dict[str, list[Edit]]:
         for r in page.revisions:
             ts = datetime.fromisoformat(r.timestamp.replace("Z", "+00:00"))
             edits.append(Edit(page.title, ts, r.user, r.anon, r.minor, r.comment, r.size, r.size - previous,
-                              is_revert(r.comment)))
+                              r.tags))
             previous = r.size
         out[page.title] = edits
     return out

@@ -11,8 +11,7 @@ import pytest
 
 from blackwidow.analytics.cookbook import Cookbook, load_statements, year_months
 from shared.revisions.derived import utc
-from tests.integration.analytics.harvest import TAG
-from tools.wikigen import BIG_TITLE
+from tools.wikigen import BIG_TITLE, REVERT_TAG
 
 pytestmark = pytest.mark.integration
 
@@ -76,7 +75,7 @@ def check_history_month(cb, h, expected, info, all_edits):
     for title, edits in expected.items():
         got = [(ts(r.rev_ts), r.user_text, r.anon, r.minor, r.size, r.size_delta, r.comment, tags(r))
                for r in cb.full_history(h.wiki, info[title][0])]
-        assert got == [(e.ts, e.user, e.anon, e.minor, e.size, e.delta, e.comment, (TAG,) if e.tagged else ())
+        assert got == [(e.ts, e.user, e.anon, e.minor, e.size, e.delta, e.comment, e.tags)
                        for e in reversed(edits)], title
     # recipe 9 over one article: the largest size changes, ties to the older revision
     big = expected[BIG_TITLE]
@@ -176,17 +175,17 @@ def check_latest_revisions(cb, h, expected, info, all_edits):
 
 
 def check_tag_month(cb, h, expected, info, all_edits):
-    tagged = [e for e in all_edits if e.tagged]
+    tagged = [e for e in all_edits if REVERT_TAG in e.tags]
     assert len(tagged) > 50
     by_month = defaultdict(list)
     for e in tagged:
         by_month[e.month].append(e)
     for month, edits in by_month.items():
-        got = cb.tagged(h.wiki, TAG, [month])
+        got = cb.tagged(h.wiki, REVERT_TAG, [month])
         assert sorted((ts(r.rev_ts), r.title, r.user_text, r.anon, r.size, r.size_delta) for r in got) == \
             sorted((e.ts, e.title, e.user, e.anon, e.size, e.delta) for e in edits), month
     year, _ = Counter(e.ts.year for e in tagged).most_common(1)[0]
-    got = cb.tagged(h.wiki, TAG, year_months(year))
+    got = cb.tagged(h.wiki, REVERT_TAG, year_months(year))
     assert [ts(r.rev_ts) for r in got] == sorted((e.ts for e in tagged if e.ts.year == year), reverse=True)
     assert cb.tagged(h.wiki, "no-such-tag", year_months(year)) == []
 

@@ -9,8 +9,7 @@ import pytest
 
 from blackwidow.stats import cli
 from blackwidow.stats.filters import parse_filters
-from tests.integration.analytics.harvest import TAG
-from tools.wikigen import BIG_TITLE
+from tools.wikigen import BIG_TITLE, REVERT_TAG
 
 pytestmark = pytest.mark.integration
 
@@ -28,12 +27,13 @@ def cases(expected_edits, all_edits, cassandra_harvest):
     big_id = cassandra_harvest.page_ids[BIG_TITLE]
     year = expected_edits["Spider silk"][300].ts.year
     filters = [
-        [], [f"title={BIG_TITLE}"], [f"pageid={big_id}"], [f"user={top_user}"], ["userid=0"], [f"tag={TAG}"],
+        [], [f"title={BIG_TITLE}"], [f"pageid={big_id}"], [f"user={top_user}"], ["userid=0"],
+        [f"tag={REVERT_TAG}"],
         ["size=5000", "sizematch=>"], ["size=300", "sizematch=<"], [f"date={busiest_day}"],
         [f"datestart={year}-01-01", f"dateend={year}-12-31"],
         ["title=Spider silk", f"datestart={year}-03-01", f"dateend={year}-09-30"],
         [f"title={BIG_TITLE}", f"user={top_user}"], ["title=Ünïcödé – 東京", "userid=0"],
-        [f"title={BIG_TITLE}", f"tag={TAG}", "size=3000", "sizematch=>"],
+        [f"title={BIG_TITLE}", f"tag={REVERT_TAG}", "size=3000", "sizematch=>"],
     ]
     out = [("count", None, f) for f in filters] + [("avg", None, f) for f in filters]
     out += [("mode", field, f) for field in ("title", "pageid", "user", "userid", "date", "size")
@@ -64,7 +64,7 @@ def test_statistics_agree_with_the_generator(expected_edits, all_edits, cassandr
     assert run("count", [f"title={BIG_TITLE}"])["count"] == len(big)
     assert run("count", [])["count"] == len(all_edits)
     assert run("count", ["userid=0"])["count"] == sum(e.anon for e in all_edits)
-    assert run("count", [f"tag={TAG}"])["count"] == sum(e.tagged for e in all_edits)
+    assert run("count", [f"tag={REVERT_TAG}"])["count"] == sum(REVERT_TAG in e.tags for e in all_edits)
     assert run("count", ["size=5000", "sizematch=>"])["count"] == sum(e.size > 5000 for e in all_edits)
     day, n = Counter(e.day for e in all_edits).most_common(1)[0]
     assert run("count", [f"date={day}"])["count"] == n

@@ -22,11 +22,12 @@ def spec(api_url, sub_id, title, **kw):
 
 def as_expected(rev):
     ts = rev.timestamp.strftime("%Y-%m-%dT%H:%M:%SZ")
-    return (ts, rev.user, rev.anon, rev.minor, rev.comment, rev.size, rev.sha1)
+    return (ts, rev.user, rev.anon, rev.minor, rev.comment, rev.size, rev.sha1, rev.tags)
 
 
 def expected_rows(page):
-    return [(r.timestamp, r.user, r.anon, r.minor, r.comment, r.size, r.sha1) for r in page.revisions]
+    """The generator's revisions as as_expected gives the stored ones; both carry tags sorted."""
+    return [(r.timestamp, r.user, r.anon, r.minor, r.comment, r.size, r.sha1, r.tags) for r in page.revisions]
 
 
 def wait_for(predicate, timeout_s, what):
