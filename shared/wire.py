@@ -224,6 +224,9 @@ class SubscriptionStatus:
     last_error: str | None = None
     spec: dict | None = None      # the spec the spawn runs, so the hub can diff without guessing
     lease: LeaseStatus | None = None   # leased specs only; None = no lease received yet
+    # the article its source resolved the title to, as a source uuid (the wiki's own title after
+    # normalisation and redirects); None until resolved. The hub routes on it (docs/coordination.md).
+    page_key: str | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -240,6 +243,7 @@ class SubscriptionStatus:
             last_error=_req(body, "last_error", str, optional=True),
             spec=_req(body, "spec", dict, optional=True),
             lease=_optional_lease(body),
+            page_key=_req(body, "page_key", str, optional=True),
         )
 
 

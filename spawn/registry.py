@@ -6,12 +6,19 @@ restarts its source. Subscribers the hub stops naming in its polls are dropped a
 Quota leases from polls go to their subscribers; a lease generation a removed subscriber had, or one
 that arrived for an absent subscriber, is refused for good, and a leased subscriber created again
 starts from the count it had (the hub counts on both, docs/quotas.md).
+
+Titles naming one page (a redirect and its target, spellings the wiki normalises alike) are one
+article: once a source has resolved its title, its page key (shared.hashing.source_uuid of the
+wiki's own title) is in each subscriber's status, and a source resolving to a page another source
+here already fetches hands its subscribers over and stops. They catch up from the store as any
+subscriber joining a running source does.
 """
 import logging
 import threading
 import time
 from typing import Callable, Mapping
 
+from shared.hashing import source_uuid
 from shared.wire import Lease, SubscriptionSpec, SubscriptionStatus
 from spawn.source import DataSource
 from spawn.subscriber import Subscriber, same_source
@@ -29,6 +36,9 @@ class Registry:
         self._clock = clock
         self._subs: dict[str, Subscriber] = {}
         self._sources: dict[str, DataSource] = {}
+        self._merged: dict[str, str] = {}          # source uuid -> key of the source fetching its page
+        self._by_page: dict[str, DataSource] = {}  # page key -> the source fetching that page
+        self._page_keys: dict[str, str] = {}       # source key -> its page key, once resolved
         self._refused_gen: dict[str, int] = {}     # per subscription id: lease generations up to this are void
         self._past_count: dict[str, tuple[str, int]] = {}   # leased ones removed: (source uuid, delivered)
         # re-entrant: a source may report a subscriber at its limit from inside attach()
@@ -99,6 +109,9 @@ class Registry:
         with self._lock:
             sources = list(self._sources.values())
             self._sources.clear()
+            self._merged.clear()
+            self._by_page.clear()
+            self._page_keys.clear()
             for sub in self._subs.values():
                 self._forget_locked(sub)
             self._subs.clear()
@@ -110,7 +123,7 @@ class Registry:
     # -- views -----------------------------------------------------------------------------
     def snapshot(self) -> list[SubscriptionStatus]:
         with self._lock:
-            subs = [(s, self._sources.get(s.spec.source_uuid)) for s in self._subs.values()]
+            subs = [(s, self._source_locked(s.spec.source_uuid)) for s in self._subs.values()]
         return [s.status(caught_up=src is not None and src.complete) for s, src in subs]
 
     def counts(self) -> dict:
@@ -119,24 +132,52 @@ class Registry:
 
     def source(self, source_uuid: str) -> DataSource | None:
         with self._lock:
-            return self._sources.get(source_uuid)
+            return self._source_locked(source_uuid)
 
     # -- internals -------------------------------------------------------------------------
     def _attach_locked(self, sub: Subscriber) -> None:
         if sub.spec.quota == 0:
             sub.credit(())         # nothing to fetch for it: no source needed
             return
-        src = self._sources.get(sub.spec.source_uuid)
+        src = self._source_locked(sub.spec.source_uuid)
         if src is None:
             src = self._make_source(sub.spec, self._on_limit)
+            src.on_resolved = lambda resolved, wiki=sub.spec.wiki: self._on_resolved(resolved, wiki)
             self._sources[sub.spec.source_uuid] = src
             src.attach(sub)
             if sub.spec.source_uuid in self._sources:   # not already released at quota 0
                 src.start()
                 logger.info("source.started", extra={"source": src.key, "title": sub.spec.title})
         else:
+            sub.page_key = self._page_keys.get(src.key, sub.page_key)
             src.attach(sub)
 
+    def _source_locked(self, uuid: str) -> DataSource | None:
+        # a title of its own, merged into another title's source, or the page key of a resolved source
+        return self._sources.get(self._merged.get(uuid, uuid)) or self._by_page.get(uuid)
+
+    def _on_resolved(self, src: DataSource, wiki: str) -> None:
+        """`src` resolved its title (called from its thread): note its page, or hand its subscribers
+        to the source already fetching that page and stop it."""
+        with self._lock:
+            if self._sources.get(src.key) is not src:
+                return          # stopped meanwhile
+            key = str(source_uuid(wiki, src.page.title))
+            into = self._by_page.get(key)
+            if into is not None and into is not src:
+                del self._sources[src.key]
+                self._merged[src.key] = into.key
+                src.stop()
+                logger.info("source.merged", extra={"source": src.key, "into": into.key, "page_key": key,
+                                                    "title": src.title})
+            else:
+                self._by_page[key] = into = src
+                self._page_keys[src.key] = key
+            for sub in src.subscribers():
+                sub.page_key = key
+                if into is not src:
+                    src.detach(sub.id)
+                    into.attach(sub)     # credited from the store, as any subscriber joining it
     def _refuse_locked(self, sub_id: str, gen: int) -> None:
         if gen:
             self._refused_gen[sub_id] = max(gen, self._refused_gen.get(sub_id, 0))
@@ -151,7 +192,7 @@ class Registry:
         if sub is None:
             return False
         self._forget_locked(sub)
-        src = self._sources.get(sub.spec.source_uuid)
+        src = self._source_locked(sub.spec.source_uuid)
         if src is not None and src.detach(sub_id) == 0:
             self._stop_source_locked(src)
         return True
@@ -160,11 +201,16 @@ class Registry:
         """A subscriber reached its quota and left its source (it stays listed as limit_reached)."""
         logger.info("subscriber.limit_reached", extra={"subscription": sub.id, "revisions": sub.delivered})
         with self._lock:
-            src = self._sources.get(sub.spec.source_uuid)
+            src = self._source_locked(sub.spec.source_uuid)
             if src is not None and not src.subscribers():
                 self._stop_source_locked(src)
 
     def _stop_source_locked(self, src: DataSource) -> None:
         self._sources.pop(src.key, None)
+        key = self._page_keys.pop(src.key, None)
+        if key is not None and self._by_page.get(key) is src:
+            del self._by_page[key]
+        for uuid in [u for u, into in self._merged.items() if into == src.key]:
+            del self._merged[uuid]
         src.stop()
         logger.info("source.stopped", extra={"source": src.key})

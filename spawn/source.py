@@ -49,6 +49,9 @@ class DataSource:
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self.page: PageInfo | None = None
+        # the registry's hook, called (without locks held) once the title is resolved: it may stop
+        # this source and hand its subscribers to one already fetching the same page
+        self.on_resolved: Callable[["DataSource"], None] | None = None
         self._opening: Opening | None = None   # the first history batch, read with the title's resolution
         self._ids: array | None = None      # stored rev ids, oldest first
         self._ts = array("d")               # their timestamps (epoch seconds)
@@ -159,6 +162,10 @@ class DataSource:
             self.page = self._opening.page
         logger.info("source.resolved", extra={"title": self.title, "page_id": self.page.page_id,
                                               "wiki": self.client.host})
+        if self.on_resolved is not None:
+            self.on_resolved(self)
+            if self._stop.is_set():
+                raise Cancelled("merged into the source of the same page")
 
     def _batches(self, start: datetime | None, content: bool):
         """The page's history from `start`, beginning with the opening batch if it was read from there."""

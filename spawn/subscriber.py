@@ -35,6 +35,7 @@ class Subscriber:
         self.delivered = 0
         self.last_rev_id: int | None = None
         self.last_error: str | None = None
+        self.page_key: str | None = None    # set by the registry once its source resolved the title
         self.seen_at = seen_at              # last time the hub named it (PUT or a Poll's assigned list)
         self._clock = clock
         self._lease: _Lease | None = None
@@ -149,7 +150,7 @@ class Subscriber:
                     state, error = "waiting", _lease_wait_reason(held, now)
             return SubscriptionStatus(id=self.spec.id, state=state, revisions=self.delivered,
                                       last_rev_id=self.last_rev_id, last_error=error,
-                                      spec=self.spec.to_dict(), lease=lease)
+                                      spec=self.spec.to_dict(), lease=lease, page_key=self.page_key)
 
 
 def _lease_wait_reason(lease: _Lease | None, now: float) -> str:

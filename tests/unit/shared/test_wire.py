@@ -32,6 +32,15 @@ def test_status_report_round_trip():
     assert StatusReport.from_dict(report.to_dict()) == report
 
 
+def test_a_status_carries_its_page_key_and_an_older_spawn_without_one_is_understood():
+    status = SubscriptionStatus(id="s1", state="running", page_key="u2")
+    assert SubscriptionStatus.from_dict(status.to_dict()) == status
+    assert SubscriptionStatus.from_dict({"id": "s1", "state": "running"}).page_key is None
+    with pytest.raises(ValidationError) as err:
+        SubscriptionStatus.from_dict({"id": "s1", "state": "running", "page_key": 7})
+    assert err.value.field == "page_key"
+
+
 def test_unknown_state_is_rejected():
     with pytest.raises(ValidationError) as err:
         SubscriptionStatus.from_dict({"id": "s", "state": "exploded"})

@@ -9,7 +9,7 @@ from shared.hashing import source_uuid
 from shared.revisions.model import ResumePoint
 from shared.wire import SubscriptionSpec
 from spawn.host_limiter import Backoff
-from spawn.mediawiki import BadResponse, PageInfo, PageUnavailable
+from spawn.mediawiki import BadResponse, Cancelled, PageInfo, PageUnavailable
 from spawn.registry import Registry
 from spawn.source import DataSource
 from spawn.subscriber import Subscriber
@@ -314,3 +314,105 @@ def test_source_thread_marks_a_missing_page_failed():
     assert sub.status().last_error == "page 'Page' does not exist"
     src.stop()
     src.join(2.0)
+
+
+# -- titles naming one page: a redirect and its target share one source --------------------------
+
+def merged_away(src):
+    """Run a source whose title turns out to name a page another source fetches: it stops."""
+    with pytest.raises(Cancelled):
+        src.run_once()
+    assert src.stopped
+
+
+def test_two_sources_resolving_to_one_page_merge_and_every_subscriber_gets_everything():
+    h = Harness(revisions=50)
+    h.registry.upsert(spec("a"))
+    h.registry.upsert(spec("b", title="Redirect", quota=30, tenant="t2"))   # the wiki resolves it to 'Page'
+    assert len(h.made) == 2
+    h.made[0].run_once()
+    merged_away(h.made[1])
+    assert h.registry.counts() == {"subscribers": 2, "sources": 1}
+    # a: its opening and the rest of the history; b: its opening only
+    assert [c[0] for c in h.wiki.calls] == ["open", "revisions", "open"]
+    page_key = spec("a").source_uuid
+    st_a, st_b = h.status("a"), h.status("b")
+    assert (st_a.revisions, st_a.page_key) == (50, page_key)
+    assert (st_b.state, st_b.revisions, st_b.page_key) == ("limit_reached", 30, page_key)   # its own quota
+    h.registry.upsert(spec("c", title="Redirect"))          # the redirect again: the running source serves it
+    assert len(h.made) == 2 and h.status("c").revisions == 50 and h.status("c").page_key == page_key
+
+
+def test_a_target_subscribed_after_its_redirect_resolved_joins_the_redirects_source():
+    h = Harness(revisions=20)
+    h.registry.upsert(spec("r", title="Redirect"))
+    h.run()
+    h.registry.upsert(spec("a"))
+    assert len(h.made) == 1 and h.registry.source(spec("a").source_uuid) is h.made[0]
+    assert h.status("a").revisions == 20 and h.status("a").page_key == spec("a").source_uuid
+
+
+def test_the_last_subscriber_leaving_stops_the_merged_source():
+    h = Harness(revisions=20)
+    h.registry.upsert(spec("a"))
+    h.registry.upsert(spec("b", title="Redirect"))
+    h.made[0].run_once()
+    merged_away(h.made[1])
+    assert h.registry.remove("a") and not h.made[0].stopped     # b still reads from it
+    assert h.registry.remove("b") and h.made[0].stopped
+    assert h.registry.counts() == {"subscribers": 0, "sources": 0}
+    h.registry.upsert(spec("b", title="Redirect"))          # a fresh start after that: a source of its own
+    assert len(h.made) == 3 and h.made[2].started == 1
+
+
+class HookedStore(MemoryStore):
+    """Calls `hook` once, in the writing thread, right after the `at`-th write."""
+
+    def __init__(self, at, hook=None):
+        super().__init__()
+        self.at, self.hook = at, hook
+
+    def write(self, revisions):
+        super().write(revisions)
+        if self.writes == self.at and self.hook is not None:
+            self.hook()
+
+
+def test_a_subscriber_handed_over_in_the_middle_of_a_harvest_gets_every_revision():
+    h = Harness(revisions=50, batch=10)
+    h.store = HookedStore(at=2)
+    h.registry.upsert(spec("a"))
+    h.registry.upsert(spec("b", title="Redirect"))
+    # b's source resolves between the write and the delivery of a's second batch
+    h.store.hook = lambda: merged_away(h.made[1])
+    h.made[0].run_once()
+    assert h.made[1].stopped and h.made[0].complete
+    for sub_id in "ab":
+        st = h.status(sub_id)
+        assert (st.revisions, st.last_rev_id) == (50, 149)
+    assert len(h.store.rows) == 50 and h.made[0].written == 50
+
+
+def test_sources_resolving_concurrently_to_one_page_end_as_one():
+    h = Harness(revisions=30, batch=10)
+    for i in range(6):
+        h.registry.upsert(spec(f"s{i}", title=f"Title {i}"))     # all resolve to 'Page'
+    errors = []
+
+    def run(src):
+        try:
+            src.run_once()
+        except Cancelled:
+            pass
+        except Exception as exc:     # pragma: no cover - reported below
+            errors.append(exc)
+    threads = [threading.Thread(target=run, args=(src,)) for src in h.made]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert not errors
+    live = [src for src in h.made if not src.stopped]
+    assert len(live) == 1 and h.registry.counts()["sources"] == 1
+    live[0].run_once()          # a subscriber handed over after its last batch wakes it for one more pass
+    assert all(h.status(f"s{i}").revisions == 30 for i in range(6))
