@@ -55,6 +55,8 @@ class Subscription(Base):
     wiki: Mapped[str] = mapped_column(String(2048), nullable=False)      # canonical api.php URL
     title: Mapped[str] = mapped_column(String(255), nullable=False)      # normalized title
     source_uuid: Mapped[str] = mapped_column(String(36), nullable=False, index=True)
+    # the article a spawn resolved the title to (source uuid of the wiki's own title); routes when known
+    page_key: Mapped[str | None] = mapped_column(String(36), nullable=True)
     quota: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     content: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
     enabled: Mapped[bool] = mapped_column(Boolean, nullable=False, default=True)

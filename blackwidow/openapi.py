@@ -38,6 +38,9 @@ SCHEMAS = {
         "wiki": {"type": "string", "description": "Canonical api.php URL."},
         "title": {"type": "string", "description": "Normalized title."},
         "source_uuid": {**_ID, "description": "uuid5(canonical wiki URL + title); shared by every tenant."},
+        "page_key": {**_ID, "nullable": True, "readOnly": True,
+                     "description": "source_uuid of the article the wiki resolved the title to (a redirect's "
+                     "target), once a spawn reported it; subscriptions route on it when known."},
         "quota": _QUOTA, "content": {"type": "boolean"}, "enabled": {"type": "boolean"},
         "state": {"type": "string", "enum": list(STATES)},
         "node": {**_ID, "nullable": True, "description": "Node it is assigned to."},

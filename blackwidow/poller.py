@@ -91,7 +91,9 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
     status = _status_changes(snap, reports)
     current_state = {sid: status.get(sid, {}).get("state", sub.state) for sid, sub in snap.subscriptions.items()}
     revisions = {sid: status.get(sid, {}).get("revisions", sub.revisions) for sid, sub in snap.subscriptions.items()}
-    schedulable = {sid: sub.spec.source_uuid for sid, sub in snap.subscriptions.items()
+    # a redirect's subscription routes as its target's once a spawn reported the resolved article
+    schedulable = {sid: status.get(sid, {}).get("page_key") or sub.route_key
+                   for sid, sub in snap.subscriptions.items()
                    if tenant_limits.scheduled(sub.enabled, current_state[sid], sub.spec.quota, revisions[sid])}
     used_up = tenant_limits.exhausted({t: q.quota for t, q in leases.before.tenants.items()},
                                       ((sub.spec.tenant_id, revisions[sid]) for sid, sub in snap.subscriptions.items()))
@@ -201,6 +203,8 @@ def _status_changes(snap: Snapshot, reports: dict[str, StatusReport]) -> dict[st
                 "revisions": max(sub.revisions, reported.revisions),
                 "last_rev_id": reported.last_rev_id if reported.last_rev_id is not None else sub.last_rev_id,
                 "last_error": reported.last_error,
+                # a key once known stays (a spawn that has not resolved the title yet reports none)
+                "page_key": reported.page_key or sub.page_key,
             }
     return changes
 

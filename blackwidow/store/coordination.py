@@ -41,6 +41,12 @@ class SubscriptionView:
     revisions: int
     last_rev_id: int | None
     last_error: str | None
+    page_key: str | None = None
+
+    @property
+    def route_key(self) -> str:
+        """What routing hashes: the resolved article when a spawn reported it, else the source uuid."""
+        return self.page_key or self.spec.source_uuid
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +66,7 @@ class Snapshot:
 _SUBSCRIPTION_COLUMNS = (Subscription.id, Subscription.source_uuid, Subscription.tenant_id, Subscription.wiki,
                          Subscription.title, Subscription.content, Subscription.quota, Subscription.enabled,
                          Subscription.state, Subscription.node_id, Subscription.revisions, Subscription.last_rev_id,
-                         Subscription.last_error)
+                         Subscription.last_error, Subscription.page_key)
 
 
 def load_snapshot(session: Session) -> Snapshot:
@@ -73,12 +79,12 @@ def load_snapshot(session: Session) -> Snapshot:
     subs = {}
     rows = session.execute(sa.select(*_SUBSCRIPTION_COLUMNS))
     for (sub_id, source, tenant, wiki, title, content, quota, enabled, state, node_id, revisions, last_rev_id,
-         last_error) in rows:
+         last_error, page_key) in rows:
         spec = SubscriptionSpec(id=sub_id, source_uuid=source, tenant_id=share(tenant, tenant),
                                 wiki=share(wiki, wiki), title=title, content=bool(content), quota=quota)
         node_id = node_id and share(node_id, node_id)
         subs[sub_id] = SubscriptionView(sub_id, spec, enabled, share(state, state), node_id, revisions,
-                                        last_rev_id, last_error)
+                                        last_rev_id, last_error, page_key)
     assignments = {sub_id: AssignmentView(share(node_id, node_id), acked, _aware(sent_at))
                    for sub_id, node_id, acked, sent_at in session.execute(
                        sa.select(Assignment.subscription_id, Assignment.node_id, Assignment.acked,

@@ -42,6 +42,7 @@ class SpawnDouble:
         self.fail_with: dict[str, int] = {}
         self.refuse: set[str] = set()                  # put ids a batch answers with a per-item error
         self.answer_as: str | None = None              # report this node id instead of its own
+        self.page_keys: dict[str, str] = {}            # {sub id: page key} to report, as after a title resolved
         self._lock = threading.Lock()
         self._server = None
         self._thread = None
@@ -117,7 +118,7 @@ class SpawnDouble:
                 if state == "assigned":
                     self.states[sub_id] = "running"
             statuses = tuple(SubscriptionStatus(id=i, state=self.states[i], revisions=3, last_rev_id=None,
-                                                spec=s.to_dict())
+                                                spec=s.to_dict(), page_key=self.page_keys.get(i))
                              for i, s in sorted(self.subs.items()))
             return StatusReport(node_id=self.answer_as or self.node_id, boot_id=self.boot_id, attached=True,
                                 subscriptions=statuses, sources=len({s.source_uuid for s in self.subs.values()}))

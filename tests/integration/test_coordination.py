@@ -11,9 +11,10 @@ from blackwidow import router, sends, store
 from blackwidow.models import Assignment, Node, Reload, Subscription
 from blackwidow.poller import FAILED_RESEND_AFTER_S, PollerState, poll_once, utcnow
 from blackwidow.spawn_client import SpawnClient
-from tests.integration.coordination_support import (SECRET, add_subscriptions, assignments, client, db_url,  # noqa: F401
-                                                    expected_routes, held, hub_config, maker, register, spawns,
-                                                    subscriptions)
+from shared.hashing import source_uuid
+from tests.integration.coordination_support import (SECRET, WIKI, add_subscriptions, assignments, client,  # noqa: F401
+                                                    db_url, expected_routes, held, hub_config, maker, register,
+                                                    spawns, subscriptions)
 
 pytestmark = pytest.mark.integration
 
@@ -342,3 +343,37 @@ def test_an_item_the_node_refuses_fails_alone_and_is_sent_again_next_tick(maker,
     result = poll_once(maker, client, config)
     assert (result.sent, result.send_failures) == (1, 0) and node.sends == [("put", ids[0])]
     assert assignments(maker)[ids[0]] == (node.node_id, True)
+
+
+def test_a_reported_page_key_moves_a_redirects_subscription_to_its_targets_node(maker, spawns, client, db_url):
+    doubles = spawns(3)
+    register(maker, doubles)
+    (target,) = add_subscriptions(maker, 1, prefix="Target")
+    node_ids = sorted(d.node_id for d in doubles)
+    with maker.begin() as session:
+        target_key = session.get(Subscription, target).source_uuid
+    # a redirect title whose own source uuid routes elsewhere than its target's
+    k = next(k for k in range(100) if router.node_for(str(source_uuid(WIKI, f"Redirect {k} 0")), node_ids)
+             != router.node_for(target_key, node_ids))
+    (redirect,) = add_subscriptions(maker, 1, prefix=f"Redirect {k}")       # titled 'Redirect {k} 0'
+    config = hub_config(db_url)
+    state = PollerState()
+    steady(maker, client, config, state)
+    before = held(doubles)
+    assert before[redirect] != before[target]
+    by_id = {d.node_id: d for d in doubles}
+    by_id[before[redirect]].page_keys[redirect] = target_key        # its spawn resolved the redirect
+
+    result = poll_once(maker, client, config, state=state)
+    assert result.kind == "soft" and (result.sent, result.dropped) == (1, 1)
+    after = held(doubles)
+    assert after[redirect] == after[target] == before[target]
+    assert redirect not in by_id[before[redirect]].subs
+    rows = subscriptions(maker)
+    assert (rows[redirect].page_key, rows[target].page_key) == (target_key, None)
+    with maker.begin() as session:
+        reason = session.scalars(sa.select(Reload.reason).order_by(Reload.id.desc())).first()
+    assert reason == "moved=2"
+    # its new node has not resolved the title yet: the stored key keeps it there
+    assert poll_once(maker, client, config, state=state).sent == 0
+    assert held(doubles)[redirect] == before[target]

@@ -2,7 +2,7 @@ from blackwidow.models import Subscription
 from shared.hashing import source_uuid
 from tests.fixtures.hub import ENWIKI, LOCAL_WIKI
 
-FIELDS = {"id", "tenant_id", "wiki", "title", "source_uuid", "quota", "content", "enabled", "state", "node",
+FIELDS = {"id", "tenant_id", "wiki", "title", "source_uuid", "page_key", "quota", "content", "enabled", "state", "node",
           "revisions", "last_rev_id", "last_error", "created_at", "updated_at"}
 
 
@@ -21,6 +21,7 @@ def test_create_returns_the_canonical_subscription(api, tenant):
     assert (sub["wiki"], sub["title"], sub["quota"], sub["content"]) == (LOCAL_WIKI, "Main page", 3, True)
     assert sub["source_uuid"] == str(source_uuid(LOCAL_WIKI, "Main page"))
     assert (sub["state"], sub["node"], sub["enabled"], sub["revisions"]) == ("pending", None, True, 0)
+    assert sub["page_key"] is None              # until a spawn resolved the title
     assert resp.headers["location"] == f"/v1/subscriptions/{sub['id']}"
     assert api.simulate_get(f"/v1/subscriptions/{sub['id']}").json == sub
 
@@ -32,6 +33,12 @@ def test_same_article_twice_is_409_but_other_tenants_share_the_source(api, tenan
     other = api.simulate_post("/v1/tenants", json={"name": "other"}).json
     theirs = add(api, other, "Main Page").json
     assert theirs["source_uuid"] == first["source_uuid"] and theirs["id"] != first["id"]
+
+
+def test_page_key_is_read_only(api, tenant):
+    sub = add(api, tenant, "Main Page").json
+    resp = api.simulate_patch(f"/v1/subscriptions/{sub['id']}", json={"page_key": sub["source_uuid"]})
+    assert (resp.status_code, resp.json["error"]["field"]) == (422, "page_key")
 
 
 def test_unknown_tenant_is_422(api):
