@@ -115,6 +115,28 @@ def test_redirect_is_followed_to_its_target(harness, store, mediawiki):
     assert registry.counts()["sources"] == 0                  # the only subscriber left: source stopped
 
 
+def test_a_redirect_and_its_target_share_one_fetcher_and_both_see_every_revision(harness, store, mediawiki):
+    registry, metrics = harness
+    n = len(mediawiki.expected.page(BIG_TITLE).revisions)
+    registry.upsert(spec(mediawiki.api_url, "r", REDIRECT_TITLE))
+    registry.upsert(spec(mediawiki.api_url, "t", BIG_TITLE, tenant_id="other"))
+    assert registry.counts()["sources"] == 2          # nothing tells them apart before the wiki answers
+    wait_for(lambda: all(status(registry, s).revisions == n for s in "rt"), 300, "both subscriptions")
+    src = registry.source(spec(mediawiki.api_url, "t", BIG_TITLE).source_uuid)
+    assert registry.counts() == {"subscribers": 2, "sources": 1}
+    assert registry.source(spec(mediawiki.api_url, "r", REDIRECT_TITLE).source_uuid) is src
+    page_key = str(source_uuid(mediawiki.api_url, BIG_TITLE))
+    for sub_id in "rt":
+        st = status(registry, sub_id)
+        assert (st.state, st.last_rev_id, st.page_key) == ("running", src.page.last_rev_id, page_key)
+    stored = list(store.history(wiki_key(mediawiki.api_url), src.page.page_id))
+    assert len(stored) == len({r.rev_id for r in stored}) == n
+    # one history fetched once, plus the other title's first request that told them apart
+    requests_made = api_requests(metrics)
+    print(f"\nredirect + target: {requests_made:.0f} API requests for {n} revisions")
+    assert requests_made <= 1 + 2 + n // 500 + 1
+
+
 def test_missing_title_is_a_failed_state_with_the_wikis_message(harness, mediawiki):
     registry, _ = harness
     registry.upsert(spec(mediawiki.api_url, "m", "No such article anywhere"))
