@@ -25,7 +25,8 @@ def tenant(usage: TenantUsage) -> dict:
 
 def subscription(s: Subscription) -> dict:
     return {"id": s.id, "tenant_id": s.tenant_id, "wiki": s.wiki, "title": s.title,
-            "source_uuid": s.source_uuid, "page_key": s.page_key, "quota": s.quota, "content": s.content, "enabled": s.enabled,
+            "source_uuid": s.source_uuid, "page_key": s.page_key, "quota": s.quota, "content": s.content,
+            "enabled": s.enabled,
             "state": s.state, "node": s.node_id, "revisions": s.revisions, "last_rev_id": s.last_rev_id,
             "last_error": s.last_error, "created_at": timestamp(s.created_at),
             "updated_at": timestamp(s.updated_at)}

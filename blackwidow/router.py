@@ -1,7 +1,8 @@
 """Pure routing: which live node runs each subscription. No I/O, no SQL.
 
-Routing keys on the subscription's source uuid, so every subscription on the same article lands on
-the same node and shares one fetcher there. Hashes come from shared.hashing.stable_hash, never hash().
+Routing keys on the subscription's source uuid, or on the page key a spawn reported for it (the
+article its title resolved to), so every subscription on the same article lands on the same node and
+shares one fetcher there. Hashes come from shared.hashing.stable_hash, never hash().
 """
 import threading
 from typing import Iterable, Mapping

@@ -42,7 +42,7 @@ class SpawnDouble:
         self.fail_with: dict[str, int] = {}
         self.refuse: set[str] = set()                  # put ids a batch answers with a per-item error
         self.answer_as: str | None = None              # report this node id instead of its own
-        self.page_keys: dict[str, str] = {}            # {sub id: page key} to report, as after a title resolved
+        self.page_keys: dict[str, str] = {}            # {sub id: page key} to report (its title resolved)
         self._lock = threading.Lock()
         self._server = None
         self._thread = None

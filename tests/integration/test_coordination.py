@@ -12,9 +12,9 @@ from blackwidow.models import Assignment, Node, Reload, Subscription
 from blackwidow.poller import FAILED_RESEND_AFTER_S, PollerState, poll_once, utcnow
 from blackwidow.spawn_client import SpawnClient
 from shared.hashing import source_uuid
-from tests.integration.coordination_support import (SECRET, WIKI, add_subscriptions, assignments, client,  # noqa: F401
-                                                    db_url, expected_routes, held, hub_config, maker, register,
-                                                    spawns, subscriptions)
+from tests.integration.coordination_support import (  # noqa: F401
+    SECRET, WIKI, add_subscriptions, assignments, client, db_url, expected_routes, held, hub_config, maker,
+    register, spawns, subscriptions)
 
 pytestmark = pytest.mark.integration
 
@@ -345,7 +345,7 @@ def test_an_item_the_node_refuses_fails_alone_and_is_sent_again_next_tick(maker,
     assert assignments(maker)[ids[0]] == (node.node_id, True)
 
 
-def test_a_reported_page_key_moves_a_redirects_subscription_to_its_targets_node(maker, spawns, client, db_url):
+def test_a_reported_page_key_moves_a_redirects_subscription_to_its_target(maker, spawns, client, db_url):
     doubles = spawns(3)
     register(maker, doubles)
     (target,) = add_subscriptions(maker, 1, prefix="Target")

@@ -2,8 +2,8 @@ from blackwidow.models import Subscription
 from shared.hashing import source_uuid
 from tests.fixtures.hub import ENWIKI, LOCAL_WIKI
 
-FIELDS = {"id", "tenant_id", "wiki", "title", "source_uuid", "page_key", "quota", "content", "enabled", "state", "node",
-          "revisions", "last_rev_id", "last_error", "created_at", "updated_at"}
+FIELDS = {"id", "tenant_id", "wiki", "title", "source_uuid", "page_key", "quota", "content", "enabled", "state",
+          "node", "revisions", "last_rev_id", "last_error", "created_at", "updated_at"}
 
 
 def add(api, tenant, title, **extra):
