@@ -12,6 +12,12 @@ class SpawnMetrics:
                                          ["wiki"], registry=r)
         self.revisions_delivered = Counter("bw_spawn_revisions_delivered",
                                            "Revisions delivered to subscribers (one per subscriber)", registry=r)
+        # a source that waits long for batches and writes briefly is paced by the wiki; the other
+        # way round, by the store
+        self.batch_wait = Counter("bw_spawn_batch_wait_seconds",
+                                  "Seconds data sources waited for the wiki's next batch", registry=r)
+        self.store_write = Counter("bw_spawn_store_write_seconds",
+                                   "Seconds data sources spent writing to the store", registry=r)
         self.source_errors = Counter("bw_spawn_source_errors", "Harvest errors by kind", ["kind"], registry=r)
         self.detaches = Counter("bw_spawn_detaches", "Times this node detached after hub silence", registry=r)
         self.sources = Gauge("bw_spawn_sources", "Running data sources", registry=r)

@@ -233,7 +233,7 @@ class DataSource:
         def wanted(pending: int) -> bool:
             more = self._need()[0]
             return more is None or more > pending
-        for batch in prefetched(batches, self._stop, wanted=wanted, size=fresh_in):
+        for batch in self._waited(prefetched(batches, self._stop, wanted=wanted, size=fresh_in)):
             fresh = [r for r in batch if resume is None or (r.timestamp, r.rev_id) > (resume.timestamp,
                                                                                        resume.rev_id)]
             allowances = self._allowances()
@@ -246,7 +246,7 @@ class DataSource:
                 continue
             if self._stop.is_set():
                 raise Cancelled("stopped before writing")
-            self.store.write(fresh)
+            self._write(fresh)
             resume = ResumePoint(fresh[-1].rev_id, fresh[-1].timestamp)
             self._delivered(fresh, allowances)
         if self._need()[0] == 0:
@@ -271,9 +271,25 @@ class DataSource:
             if old:
                 if self._stop.is_set():
                     raise Cancelled("stopped before writing")
-                self.store.write(old)
+                self._write(old)
             if len(old) < len(batch):
                 return
+
+    def _waited(self, batches):
+        """`batches`, counting the time spent waiting for each (the wiki's share of the harvest)."""
+        it = iter(batches)
+        while True:
+            started = time.perf_counter()
+            batch = next(it, _END)
+            self.metrics.batch_wait.inc(time.perf_counter() - started)
+            if batch is _END:
+                return
+            yield batch
+
+    def _write(self, revisions: list[Revision]) -> None:
+        started = time.perf_counter()
+        self.store.write(revisions)
+        self.metrics.store_write.inc(time.perf_counter() - started)
 
     def _delivered(self, fresh: list[Revision], allowances: dict[Subscriber, int | None]) -> None:
         ids = [r.rev_id for r in fresh]
