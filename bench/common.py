@@ -15,6 +15,7 @@ CASSANDRA_HOSTS = ("127.0.0.1",)
 USER_AGENT = "BlackWidow-bench/0.1 (https://github.com/blackwidow-harvester; ops@example.org) python-requests"
 SECRET = "bench-node-secret"
 CASSANDRA_PID = ROOT / ".run/cassandra/cassandra.pid"
+LOCAL_WIKI_DIR = ROOT / ".run/mediawiki"
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence], right: Sequence[int] = ()) -> str:
@@ -94,6 +95,15 @@ def group_cpu(pgid: int) -> float:
             if int(fields[2]) == pgid:
                 total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     return total
+
+
+def wiki_server_cpu(directory: Path) -> float | None:
+    """CPU seconds used so far by a local wiki's PHP server and its workers (scripts/services/mediawiki.sh
+    starts it in a process group of its own and records its pid in <directory>/server.pid)."""
+    try:
+        return group_cpu(int((directory / "server.pid").read_text().strip()))
+    except (OSError, ValueError):
+        return None
 
 
 def cassandra_cpu() -> float | None:
