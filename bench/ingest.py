@@ -19,9 +19,9 @@ import requests
 from prometheus_client.parser import text_string_to_metric_families
 
 from bench import bench_wiki
-from bench.common import (CASSANDRA_HOSTS, LOCAL_WIKI, LOCAL_WIKI_DIR, ROOT, SECRET, USER_AGENT, cassandra_cpu,
-                          cassandra_keyspace, group_cpu, heading, seeded_articles, table, verdict,
-                          wiki_server_cpu)
+from bench.common import (CASSANDRA_HOSTS, LOCAL_WIKI, LOCAL_WIKI_DIR, ROOT, SECRET, USER_AGENT,
+                          cassandra_cpu, cassandra_keyspace, group_cpu, heading, seeded_articles, table,
+                          verdict, wiki_server_cpu)
 from shared.hashing import source_uuid, wiki_key
 from shared.http import make_session
 from spawn.host_limiter import HostLimiter
@@ -110,8 +110,8 @@ def spawn_harvest(api: str, titles: list[str], keyspace: str, log_dir: Path,
                 wiki_after = wiki_cpu()
                 samples = {s.name: s.value for family in text_string_to_metric_families(
                     http.get(url + "/metrics", timeout=10).text) for s in family.samples}
-                return Harvest(sum(s["revisions"] for s in done.values()), seconds, group_cpu(spawn.pid) - cpu,
-                               (cassandra_cpu() or 0.0) - server,
+                return Harvest(sum(s["revisions"] for s in done.values()), seconds,
+                               group_cpu(spawn.pid) - cpu, (cassandra_cpu() or 0.0) - server,
                                None if wiki is None or wiki_after is None else wiki_after - wiki,
                                samples["bw_spawn_batch_wait_seconds_total"],
                                samples["bw_spawn_store_write_seconds_total"])
@@ -172,7 +172,8 @@ def main() -> None:
           "before).\n")
     print(table(("harvest", "revisions", "bare loop before (rev/s)", "spawn → Cassandra (rev/s)",
                  "bare loop after (rev/s)", "spawn ÷ bare", "spawn CPU (of one core)",
-                 "spawn CPU µs/revision", "Cassandra CPU (of one core)", "wiki CPU (of one core): bare / spawn"),
+                 "spawn CPU µs/revision", "Cassandra CPU (of one core)",
+                 "wiki CPU (of one core): bare / spawn"),
                 rows, right=range(1, 10)))
     worst = min(ratios)
     print(f"\nGoal ≥ {GOAL:.0%} of the bare loop: {', '.join(f'{r:.0%}' for r in ratios)} — "
@@ -205,8 +206,8 @@ def why(runs: list[tuple[Harvest, float, float]], parse_us: float) -> str:
         f"{each(lambda s, *_: f'{cpu(s):.0f}')} µs of CPU: spawn {each(lambda s, *_: us(s.spawn_cpu, s))}, "
         f"Cassandra {each(lambda s, *_: us(s.cassandra_cpu, s))}, "
         f"wiki {each(lambda s, *_: us(s.wiki_cpu, s))}. At that cost {cores} cores carry at most "
-        f"{each(ceiling)} of the bare loop, in perfect parallel and with nothing else running. The wiki's PHP "
-        f"server, busy {each(lambda s, limit, bare: f'{bare:.0%}')} of a core serving the bare loop, got "
+        f"{each(ceiling)} of the bare loop, in perfect parallel and with nothing else running. The wiki's "
+        f"PHP server, busy {each(lambda s, limit, bare: f'{bare:.0%}')} of a core serving the bare loop, got "
         f"{each(lambda s, *_: f'{s.wiki_cpu / s.seconds:.0%}')} during the spawn's runs. The spawn fetches a "
         f"page's next batch while it writes the current one; per revision its sources spent "
         f"{each(lambda s, *_: us(s.writing, s))} µs writing and {each(lambda s, *_: us(s.waited, s))} µs "

@@ -90,8 +90,8 @@ def main() -> None:
     print(f"{n:,} generated revisions of one page per run, in a throwaway keyspace (replication 1): the "
           f"store's write() ({args.batch} per call: the row statements grouped into unlogged batches, a "
           "partition's rows together and small partitions owned by the same replicas together, run "
-          f"concurrently, {len(plan) / n:.1f} statements in {requests / n:.2f} requests per revision; then the "
-          "page's counters and resume pointer) against the same row statements executed one at a time, "
+          f"concurrently, {len(plan) / n:.1f} statements in {requests / n:.2f} requests per revision; then "
+          "the page's counters and resume pointer) against the same row statements executed one at a time, "
           "synchronously. The SQLite store is the embedded default, for reference. CPU: seconds used by this "
           "process (the driver) and by the Cassandra server during each run.\n")
     print(table(("backend", "method", "revisions", "seconds", "revisions/s", "row statements/s",
@@ -110,10 +110,10 @@ def main() -> None:
               f"driver's CPU per revision ({per_revision:.0f} µs) against that round trip, whatever the "
               f"concurrency. On separate hosts the naive loop pays a real network round trip per statement "
               f"and the store's concurrent writes do not, so the ratio grows with the latency. Closing it on "
-              f"this box means less driver work per revision: the rows already travel {len(plan) / requests:.0f} "
-              f"to a request, as many as Cassandra's default batch warning thresholds allow (10 partitions, "
-              f"5 KiB); what remains is mostly binding about 60 values per revision across the five query "
-              f"tables. Larger batches (raised thresholds), fewer denormalised columns, or writing from more "
+              f"this box means less driver work per revision: the rows already travel "
+              f"{len(plan) / requests:.0f} to a request, as many as Cassandra's default batch warning "
+              f"thresholds allow (10 partitions, 5 KiB); what remains is mostly binding about 60 values per "
+              f"revision across the five query tables. Larger batches (raised thresholds), fewer denormalised columns, or writing from more "
               f"than one process would close it.")
 
 

@@ -6,7 +6,8 @@ from cassandra.protocol import ColumnMetadata
 from cassandra.query import BatchStatement, BatchType, BoundStatement, PreparedStatement
 
 from shared.revisions import cql_batches
-from shared.revisions.cql_batches import MAX_MULTI_PARTITION_BYTES, MAX_PARTITION_ROWS, MAX_PARTITIONS, batched
+from shared.revisions.cql_batches import (MAX_MULTI_PARTITION_BYTES, MAX_PARTITION_ROWS, MAX_PARTITIONS,
+                                          batched)
 
 
 def prepared(table: str) -> PreparedStatement:
@@ -82,4 +83,3 @@ def test_a_multi_partition_batch_stays_under_the_size_warning():
             size = sum(cql_batches._size(BY_KEY.bind((key.decode(), 0, "y" * 700)))
                        for _, key in rows_of((statement, None)))
             assert size <= MAX_MULTI_PARTITION_BYTES
-
