@@ -113,8 +113,8 @@ def main() -> None:
               f"this box means less driver work per revision: the rows already travel "
               f"{len(plan) / requests:.0f} to a request, as many as Cassandra's default batch warning "
               f"thresholds allow (10 partitions, 5 KiB); what remains is mostly binding about 60 values per "
-              f"revision across the five query tables. Larger batches (raised thresholds), fewer denormalised columns, or writing from more "
-              f"than one process would close it.")
+              f"revision across the five query tables. Larger batches (raised thresholds), fewer "
+              f"denormalised columns, or writing from more than one process would close it.")
 
 
 if __name__ == "__main__":

@@ -14,8 +14,8 @@ def prepared(table: str) -> PreparedStatement:
     """INSERT INTO ks.<table> (k, c, v) VALUES (?, ?, ?) with PRIMARY KEY ((k), c)."""
     columns = [ColumnMetadata("ks", table, name, kind) for name, kind in
                (("k", UTF8Type), ("c", Int32Type), ("v", UTF8Type))]
-    return PreparedStatement(columns, table.encode(), [0], f"INSERT INTO ks.{table} (k, c, v) VALUES (?, ?, ?)",
-                             "ks", ProtocolVersion.V5, [], None)
+    query = f"INSERT INTO ks.{table} (k, c, v) VALUES (?, ?, ?)"
+    return PreparedStatement(columns, table.encode(), [0], query, "ks", ProtocolVersion.V5, [], None)
 
 
 BY_KEY, OTHER = prepared("by_key"), prepared("other")
