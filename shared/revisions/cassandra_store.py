@@ -23,7 +23,7 @@ from shared.revisions.store import StoreError
 logger = logging.getLogger(__name__)
 
 DEFAULT_CONCURRENCY = 64
-SIZE_CACHE_ENTRIES = 100_000        # pages whose newest size is remembered (~100 bytes each)
+SIZE_CACHE_ENTRIES = 10_000         # pages whose newest size is remembered (~200 bytes each)
 _DRIVER_ERRORS = (DriverException, NoHostAvailable, ConnectionException)
 
 _REVISION_COLUMNS = ("rev_ts, rev_id, ns, title, parent_id, user_text, user_id, anon, minor, size, "
@@ -103,8 +103,8 @@ class CassandraRevisionStore:
         self._keyspace = keyspace
         self._concurrency = concurrency
         self._owns_cluster = owns_cluster
-        # (wiki, rev_id) -> size of each page's newest written revision; a revision's size never
-        # changes, so an entry is never stale
+        # (wiki, rev_id) -> size of each page's newest written revision, until its next write reads
+        # it; a revision's size never changes, so an entry is never stale
         self._sizes: OrderedDict[tuple[str, int], int] = OrderedDict()
         self._sizes_lock = threading.Lock()
         self._ps = {}
@@ -161,12 +161,13 @@ class CassandraRevisionStore:
         """Sizes of parent revisions stored by earlier writes: remembered for each page's newest
         revision (the next batch's first parent), else read from revisions_by_id."""
         sizes, unknown = {}, []
-        for parent in sorted(parents):
-            size = self._sizes.get((wiki, parent))
-            if size is None:
-                unknown.append(parent)
-            else:
-                sizes[parent] = size
+        with self._sizes_lock:
+            for parent in sorted(parents):
+                size = self._sizes.pop((wiki, parent), None)      # its page's next write remembers anew
+                if size is None:
+                    unknown.append(parent)
+                else:
+                    sizes[parent] = size
         for parent, rows in zip(unknown, self._run([(self._ps["parent_size"], (wiki, p)) for p in unknown])):
             row = rows.one()
             if row is not None:

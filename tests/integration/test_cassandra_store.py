@@ -10,7 +10,7 @@ from cassandra.cluster import EXEC_PROFILE_DEFAULT
 
 from shared.revisions.cassandra_store import CassandraRevisionStore
 from shared.revisions.cql_schema import apply_schema
-from shared.revisions.derived import DAY_SHARDS
+from shared.revisions.derived import DAY_SHARDS, month_of
 from shared.revisions.store import StoreError
 from tests.revision_store_contract import RevisionStoreContract, make_history
 
@@ -122,6 +122,20 @@ def test_batches_stay_under_the_servers_warning_thresholds(caplog, cassandra_rev
     # the driver logs the server's warnings ("Server warning: Unlogged batch covering 11 partitions ...")
     assert [r.getMessage() for r in caplog.records] == []
     assert len(list(cassandra_revision_store.history(wiki, 9))) == 500
+
+
+def test_a_parent_written_by_another_store_is_read_for_the_size_delta(cassandra_session, cassandra_keyspace,
+                                                                      cassandra_revision_store):
+    # a store remembers the newest size of the pages it wrote; another node's store reads it
+    revisions = make_history("parents.example.org", 4, 6)
+    cassandra_revision_store.write(revisions[:3])
+    CassandraRevisionStore(cassandra_session, cassandra_keyspace).write(revisions[3:])
+    delta = cassandra_session.prepare(
+        f"SELECT size_delta FROM {cassandra_keyspace}.revisions_by_page "
+        "WHERE wiki = ? AND page_id = ? AND month = ? AND rev_ts = ? AND rev_id = ?")
+    stored = [cassandra_session.execute(delta, ("parents.example.org", 4, month_of(r.timestamp), r.timestamp,
+                                                r.rev_id)).one().size_delta for r in revisions]
+    assert stored == [500, 120, 120, 120, -40, 120]
 
 
 def test_content_is_stored_compressed(cassandra_session, cassandra_keyspace, cassandra_revision_store):
