@@ -20,10 +20,11 @@ from pathlib import Path
 
 from bench.common import (CASSANDRA_HOSTS, LOCAL_WIKI, ROOT, USER_AGENT, cassandra_keyspace, heading,
                           pg_database, seeded_articles, table, verdict)
+from blackwidow.admin_client import AdminClient
 from shared.config import HubConfig
 from shared.hashing import wiki_key
 from shared.http import make_session
-from tools.demo import Processes, _pages, free_port, wait_http
+from tools.demo import Processes, free_port, wait_http
 
 GOALS = {"dead spawn": 20.0, "hub restart": 30.0}
 SPAWNS = 3
@@ -76,7 +77,8 @@ class Cluster:
 
     # -- views --------------------------------------------------------------------------------
     def subscriptions(self) -> list[dict]:
-        return list(_pages(self.http, self.hub + "/v1/subscriptions", self.admin))
+        client = AdminClient(self.http, self.hub, self.env["BW_ADMIN_TOKEN"])
+        return list(client.pages("/v1/subscriptions", {"limit": 1000}))
 
     def nodes(self) -> list[dict]:
         return self.http.get(self.hub + "/v1/nodes", headers=self.admin, timeout=10).json()["items"]
