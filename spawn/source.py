@@ -135,31 +135,36 @@ class DataSource:
     def run_once(self) -> None:
         """One pass: resolve, catch up from the resume point, schedule the revisit. Raises on errors."""
         self._wake.clear()
-        self._prepare()
+        if not self._prepare():
+            return
         self._backfill_content()
         self._harvest()
         self._schedule_revisit()
 
-    def _prepare(self) -> None:
+    def _prepare(self) -> bool:
+        """False while the title is unresolved and nobody may take a revision (e.g. no lease yet):
+        the first history request then waits for a wake-up, so it can resolve and read at once."""
         if self.page is None:
             self._open()
+            if self.page is None:
+                return False
         if self._ids is None:
             self._load(self.store.resume_point(self.client.host, self.page.page_id))
         self._report("running")
+        return True
 
     def _open(self) -> None:
         """Resolve the title with the first history request, from where the page this title held
         last time resumes: a restart or a move to another node reads no stored batch again."""
         need, content = self._need()
-        kw = dict(cancel=self._stop, on_retry=self._on_retry)
-        if need == 0:       # nobody may take a revision now (e.g. no lease yet): the title alone will do
-            self.page = self.client.resolve(self.title, **kw)
-        else:
-            known = self.store.page_id(self.client.host, self.title)
-            resume = None if known is None else self.store.resume_point(self.client.host, known)
-            self._opening = self.client.open_history(self.title, page_id=known, content=content,
-                                                     start=resume.timestamp if resume else None, **kw)
-            self.page = self._opening.page
+        if need == 0:
+            return
+        known = self.store.page_id(self.client.host, self.title)
+        resume = None if known is None else self.store.resume_point(self.client.host, known)
+        self._opening = self.client.open_history(self.title, page_id=known, content=content,
+                                                 start=resume.timestamp if resume else None,
+                                                 cancel=self._stop, on_retry=self._on_retry)
+        self.page = self._opening.page
         logger.info("source.resolved", extra={"title": self.title, "page_id": self.page.page_id,
                                               "wiki": self.client.host})
         if self.on_resolved is not None:

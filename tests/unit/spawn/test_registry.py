@@ -7,7 +7,7 @@ import pytest
 
 from shared.hashing import source_uuid
 from shared.revisions.model import ResumePoint
-from shared.wire import SubscriptionSpec
+from shared.wire import Lease, SubscriptionSpec
 from spawn.host_limiter import Backoff
 from spawn.mediawiki import BadResponse, Cancelled, PageInfo, PageUnavailable
 from spawn.registry import Registry
@@ -208,11 +208,17 @@ def test_an_opening_for_the_page_the_title_no_longer_names_is_not_used():
     assert h.status("b").revisions == 12 and h.status("b").last_rev_id == 511
 
 
-def test_a_source_that_may_take_nothing_yet_only_resolves_its_title():
+def test_a_source_that_may_take_nothing_yet_asks_the_wiki_nothing_until_a_lease_comes():
     h = Harness()
     h.registry.upsert(replace(spec("a"), leased=True))        # no quota lease from the hub yet
     h.run()
-    assert h.wiki.calls == [("resolve", "Page")] and h.store.rows == {}
+    assert h.wiki.calls == [] and h.store.rows == {}
+    assert h.status("a").state == "waiting"
+    h.registry.apply_leases({"a": Lease(cap=15, ttl_s=60.0, gen=1)})
+    h.run()
+    # one request resolves the title and reads the first batch, as without leases
+    assert h.wiki.calls[0] == ("open", None, False, "Page") and ("resolve", "Page") not in h.wiki.calls
+    assert h.status("a").revisions == 15 and len(h.store.rows) == 15
 
 
 def test_orphans_are_dropped_after_the_timeout_and_named_ones_are_kept():
