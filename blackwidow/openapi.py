@@ -70,8 +70,8 @@ for _name in ("Tenant", "Subscription"):
                                                     "description": "Pass as `cursor` for the next page."}})
 SCHEMAS["NodeList"] = _obj({"items": {"type": "array", "items": _ref("Node")}})
 SCHEMAS["Reload"] = _obj({"id": {"type": "integer"}, "kind": {"type": "string", "enum": ["hard", "soft"]},
-                         "reason": {"type": "string"}, "sends": {"type": "integer"},
-                         "drops": {"type": "integer"}, "at": _TS})
+                          "reason": {"type": "string"}, "sends": {"type": "integer"},
+                          "drops": {"type": "integer"}, "at": _TS})
 SCHEMAS["Dashboard"] = _obj({
     "generated_at": _TS,
     "nodes": {"type": "array", "items": _ref("Node"), "description": "Live nodes first, then by url."},

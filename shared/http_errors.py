@@ -38,4 +38,3 @@ def register_error_handlers(app: falcon.App) -> None:
     app.add_error_handler(Exception, _unexpected)
     app.add_error_handler(falcon.HTTPError, _falcon)
     app.add_error_handler(BlackWidowError, _domain)
-

@@ -234,6 +234,7 @@ class MediaWikiClient:
         """lastrevid of up to 50 pages in one request; None for pages that no longer exist."""
         if len(page_ids) > MAX_TITLES:
             raise ValueError(f"at most {MAX_TITLES} pages per request")
+
         def parse(body: dict) -> dict[int, int | None]:
             out: dict[int, int | None] = {pid: None for pid in page_ids}
             for page in _pages(body):

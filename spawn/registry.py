@@ -178,6 +178,7 @@ class Registry:
                 if into is not src:
                     src.detach(sub.id)
                     into.attach(sub)     # credited from the store, as any subscriber joining it
+
     def _refuse_locked(self, sub_id: str, gen: int) -> None:
         if gen:
             self._refused_gen[sub_id] = max(gen, self._refused_gen.get(sub_id, 0))

@@ -239,8 +239,8 @@ class DataSource:
             more = self._need()[0]
             return more is None or more > pending
         for batch in self._waited(prefetched(batches, self._stop, wanted=wanted, size=fresh_in)):
-            fresh = [r for r in batch if resume is None or (r.timestamp, r.rev_id) > (resume.timestamp,
-                                                                                       resume.rev_id)]
+            fresh = [r for r in batch
+                     if resume is None or (r.timestamp, r.rev_id) > (resume.timestamp, resume.rev_id)]
             allowances = self._allowances()
             need, wants_content = self._need(allowances)
             if need == 0 or (wants_content and not content):

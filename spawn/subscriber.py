@@ -163,4 +163,3 @@ def _lease_wait_reason(lease: _Lease | None, now: float) -> str:
 
 def same_source(a: SubscriptionSpec, b: SubscriptionSpec) -> bool:
     return a.source_uuid == b.source_uuid and a.wiki == b.wiki and a.title == b.title
-

@@ -196,8 +196,7 @@ def test_subscription_changes_make_a_soft_reload(maker, spawns, client, db_url):
     assert disabled in held(doubles)
 
 
-def test_a_used_up_tenant_quota_shows_limit_reached_and_keeps_the_subscriptions_placed(maker, spawns, client,
-                                                                                      db_url):
+def test_a_used_up_tenant_quota_shows_limit_reached_and_keeps_the_subscriptions_placed(maker, spawns, client, db_url):
     (node,) = spawns(1)
     register(maker, [node])
     ids = add_subscriptions(maker, 2, prefix="Budget")          # the double reports 3 revisions each

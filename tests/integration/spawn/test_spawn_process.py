@@ -48,8 +48,8 @@ def stored_count(store, mediawiki, page_id):
     return state.revisions if state else 0
 
 
-def test_kill_9_mid_harvest_then_restart_resumes_without_refetching_or_duplicates(hub, spawns, store, mediawiki,
-                                                                               keyspace, tmp_path):
+def test_kill_9_mid_harvest_then_restart_resumes_without_refetching_or_duplicates(
+        hub, spawns, store, mediawiki, keyspace, tmp_path):
     n = len(mediawiki.expected.page(BIG_TITLE).revisions)
     page_id = big_page_id(mediawiki)
     env = base_env(mediawiki, keyspace, tmp_path, BW_HOST_DELAY_S="0.05")
@@ -81,8 +81,7 @@ def test_kill_9_mid_harvest_then_restart_resumes_without_refetching_or_duplicate
     assert second.metric("bw_spawn_revisions_written_total") == n - at_kill
 
 
-def test_detach_after_hub_silence_stops_writing_then_registers_again(spawns, store, mediawiki, keyspace,
-                                                                    tmp_path):
+def test_detach_after_hub_silence_stops_writing_then_registers_again(spawns, store, mediawiki, keyspace, tmp_path):
     hub = StubHub(SECRET, detach_after_s=2.0)
     try:
         page_id = big_page_id(mediawiki)

@@ -25,7 +25,7 @@ def recorded(name: str) -> dict:
 
 def ok_info(title="Page", pageid=7, lastrevid=99):
     return {"batchcomplete": True, "query": {"pages": [{"pageid": pageid, "ns": 0, "title": title,
-                                                         "lastrevid": lastrevid}]}}
+                                                        "lastrevid": lastrevid}]}}
 
 
 @pytest.fixture
