@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from shared.errors import ValidationError
 from shared.hashing import canonical_wiki_url, wiki_key
-from shared.wiki_hosts import allowlist_entries, internal_host
+from shared.wiki_hosts import allowlist_entries, exactly_listed, internal_host
 
 FIELD = "wiki"
 # Plain DNS names and IPv4 only: anything else (backslashes, '%', IPv6 literals, raw unicode) is read
@@ -47,12 +47,11 @@ def check_wiki(url: str, allowlist: tuple[str, ...]) -> str:
         _refuse("'wiki' must be the wiki's api.php URL")
     canonical = canonical_wiki_url(url)
     host_port = wiki_key(canonical)
-    patterns = allowlist_entries(allowlist)
     if internal_host(parts.hostname):
-        if host_port in patterns:
+        if exactly_listed(host_port, allowlist):
             return canonical
         _refuse(f"'wiki' points at an internal address ({host_port}); "
                 "only an exact allowlist entry permits it")
-    if any(fnmatch.fnmatchcase(host_port, p) for p in patterns):
+    if any(fnmatch.fnmatchcase(host_port, p) for p in allowlist_entries(allowlist)):
         return canonical
     _refuse(f"'wiki' host {host_port} is not in the allowlist")
