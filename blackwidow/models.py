@@ -82,6 +82,10 @@ class Node(Base):
     consecutive_failures: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
     # last poll that may have carried leases: renewing lease holders were sent theirs then
     lease_sent_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # process restarts (boot_id changes) counted since restarts_since; a flapping node is quarantined
+    restarts: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default="0")
+    restarts_since: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    quarantined_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
 
 class Assignment(Base):
@@ -94,6 +98,9 @@ class Assignment(Base):
                                          nullable=False, index=True)
     acked: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
     sent_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # consecutive re-sends of a subscription its node reported failed, and when the next may go
+    failures: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default="0")
+    retry_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
 
 class SubscriptionLease(Base):
@@ -148,3 +155,14 @@ class SchedulerLease(Base):
     name: Mapped[str] = mapped_column(String(50), primary_key=True)
     holder: Mapped[str] = mapped_column(String(100), nullable=False)
     expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+
+
+class SchedulerEpoch(Base):
+    """Fencing token of the acting scheduler: bumped by each new leader, checked by every write it makes."""
+    __tablename__ = "scheduler_epoch"
+
+    name: Mapped[str] = mapped_column(String(50), primary_key=True)
+    epoch: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0, server_default="0")
+    holder: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    acquired_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    last_tick_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)

@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from tests.unit.hub.test_migrations import HEAD
 from blackwidow import cli
 
 
@@ -95,4 +96,4 @@ def test_serve_refuses_to_start_without_config_or_database(monkeypatch, capsys):
 
 def test_migrate_command(tmp_path, capsys):
     assert cli.main(["migrate", "--database-url", f"sqlite:///{tmp_path}/x.db"]) == 0
-    assert json.loads(capsys.readouterr().out) == {"revision": "0003"}
+    assert json.loads(capsys.readouterr().out) == {"revision": HEAD}
