@@ -24,6 +24,13 @@ def _list(text: str) -> tuple[str, ...]:
     return tuple(p.strip() for p in text.split(",") if p.strip())
 
 
+def _non_negative_float(text: str) -> float:
+    value = float(text)
+    if not value >= 0:
+        raise ValueError(f"must be >= 0: {text!r}")
+    return value
+
+
 def get(env: Mapping[str, str], key: str, cast: Callable = str, default=_MISSING):
     raw = env.get(key)
     if raw is None or raw == "":
@@ -57,6 +64,9 @@ class CommonConfig:
     cassandra_keyspace: str
     cassandra_port: int
     revisions_sqlite: str
+    # how far any node's wall clock may be from the hub's: upstream budget windows are shrunk by it
+    # at both ends on the spawn (shared.hub_clock), and the hub leaves 2x it between two holders of a slot
+    max_clock_skew_s: float
 
 
 def common_from_env(env: Mapping[str, str]) -> dict:
@@ -70,6 +80,7 @@ def common_from_env(env: Mapping[str, str]) -> dict:
         cassandra_keyspace=get(env, "BW_CASSANDRA_KEYSPACE", str, "blackwidow"),
         cassandra_port=get(env, "BW_CASSANDRA_PORT", int, 9042),
         revisions_sqlite=get(env, "BW_REVISIONS_SQLITE", str, os.path.join(data_dir, "revisions.db")),
+        max_clock_skew_s=get(env, "BW_MAX_CLOCK_SKEW_S", _non_negative_float, 0.5),
     )
 
 

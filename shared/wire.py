@@ -13,8 +13,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Iterable, Mapping
 
 from shared.errors import BlackWidowError, PayloadTooLarge, ValidationError
+from shared.states import SubState
 
-STATES = ("pending", "assigned", "running", "waiting", "limit_reached", "failed", "disabled")
+STATES = tuple(s.value for s in SubState)
 # Drops plus puts in one SendBatch; the spawn refuses more (413). The hub sends at most half of it.
 MAX_BATCH_ITEMS = 1000
 
@@ -43,6 +44,8 @@ class SubscriptionSpec:
     content: bool = False
     quota: int | None = None    # max revisions for this subscription; None = unlimited
     leased: bool = False        # its tenant has a quota: harvest only within a valid lease from the hub
+    # the wiki identity (host + credential) whose upstream Budget paces it; None = legacy per-host pacing
+    identity: str | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -61,6 +64,7 @@ class SubscriptionSpec:
             content=_req(body, "content", bool, optional=True, default=False),
             quota=quota,
             leased=_req(body, "leased", bool, optional=True, default=False),
+            identity=_req(body, "identity", str, optional=True),
         )
 
 
@@ -255,6 +259,140 @@ def _optional_lease(body: dict) -> LeaseStatus | None:
         raise ValidationError(f"lease: {exc.message}", field="lease") from None
 
 
+def _number(body: dict, name: str, *, positive: bool = False) -> float:
+    """A required number >= 0 (> 0 with `positive`)."""
+    value = _req(body, name, (int, float))
+    if isinstance(value, bool) or value < 0 or positive and not value > 0:
+        raise ValidationError(f"'{name}' must be {'> 0' if positive else '>= 0'}", field=name)
+    return float(value)
+
+
+def _number_or(body: dict, name: str, default: float | None, *, positive: bool = False) -> float | None:
+    return default if body.get(name) is None else _number(body, name, positive=positive)
+
+
+def _count_or(body: dict, name: str, default: int | None, *, minimum: int = 0) -> int | None:
+    return default if body.get(name) is None else _count(body, name, minimum=minimum)
+
+
+def _amounts(body: dict, name: str, kind, cast) -> dict:
+    """An optional {str: amount >= 0} object; amounts must be `kind` (never a bool)."""
+    out = {}
+    for key, value in _req(body, name, dict, optional=True, default={}).items():
+        if isinstance(value, bool) or not isinstance(value, kind) or value < 0:
+            raise ValidationError(f"'{name}.{key}' must be a number >= 0", field=name)
+        out[key] = cast(value)
+    return out
+
+
+@dataclass(frozen=True)
+class Window:
+    """A slot window of an identity's upstream budget, in hub wall-clock epoch seconds: during
+    [start, end) the node may have at most `slots` requests in flight and start at most `rate_per_s`
+    requests per second, and every request it starts must end before `end`."""
+    start: float
+    end: float
+    slots: int
+    rate_per_s: float
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, body: dict) -> "Window":
+        start, end = _number(body, "start"), _number(body, "end")
+        if not end > start:
+            raise ValidationError("'end' must be after 'start'", field="end")
+        return cls(start=start, end=end, slots=_count(body, "slots", minimum=1),
+                   rate_per_s=_number(body, "rate_per_s", positive=True))
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Hub -> spawn, inside a Poll: this node's share of one wiki identity's upstream limits. A higher
+    `gen` replaces a lower one. `credential` is the *name* of a credential in the spawn's own
+    credentials file, never a secret. `weights` are tenant weights for the backfill lane."""
+    gen: int
+    wiki_host: str
+    credential: str | None = None
+    windows: tuple[Window, ...] = ()
+    slow_after_s: float = 1.0
+    slow_wait_s: float = 5.0
+    maxlag: int = 5
+    paused_until: float | None = None
+    weights: Mapping[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        body = asdict(self)
+        body["windows"] = [w.to_dict() for w in self.windows]
+        body["weights"] = dict(self.weights)
+        return body
+
+    @classmethod
+    def from_dict(cls, body: dict) -> "Budget":
+        windows = []
+        for item in _req(body, "windows", list, optional=True, default=[]):
+            try:
+                windows.append(Window.from_dict(item))
+            except ValidationError as exc:
+                raise ValidationError(f"windows: {exc.message}", field="windows") from None
+        if len(windows) > 2:
+            raise ValidationError("'windows' holds at most 2 windows", field="windows")
+        if any(b.start < a.end for a, b in zip(windows, windows[1:])):
+            raise ValidationError("'windows' must be sorted and must not overlap", field="windows")
+        return cls(gen=_count(body, "gen", minimum=1), wiki_host=_req(body, "wiki_host", str),
+                   credential=_req(body, "credential", str, optional=True), windows=tuple(windows),
+                   slow_after_s=_number_or(body, "slow_after_s", 1.0, positive=True) or 1.0,
+                   slow_wait_s=_number_or(body, "slow_wait_s", 5.0) or 0.0,
+                   maxlag=_count_or(body, "maxlag", 5) or 0,
+                   paused_until=_number_or(body, "paused_until", None),
+                   weights=_amounts(body, "weights", (int, float), float))
+
+
+@dataclass(frozen=True)
+class IdentityUse:
+    """Spawn -> hub, per identity: the newest Budget gen applied, lane demand per tenant (sources
+    waiting), counters since process start, a pause this node saw (429, Retry-After, maxlag; local
+    wall clock) and the wiki's reason when it refused the credentials."""
+    gen: int | None = None
+    fresh: Mapping[str, int] = field(default_factory=dict)
+    backfill: Mapping[str, int] = field(default_factory=dict)
+    requests: int = 0
+    throttled: int = 0
+    busy_s: float = 0.0
+    paused_until: float | None = None
+    pause_reason: str | None = None
+    auth_error: str | None = None
+
+    def to_dict(self) -> dict:
+        body = asdict(self)
+        body["fresh"], body["backfill"] = dict(self.fresh), dict(self.backfill)
+        return body
+
+    @classmethod
+    def from_dict(cls, body: dict) -> "IdentityUse":
+        return cls(gen=_count_or(body, "gen", None, minimum=1),
+                   fresh=_amounts(body, "fresh", int, int),
+                   backfill=_amounts(body, "backfill", int, int),
+                   requests=_count_or(body, "requests", 0) or 0,
+                   throttled=_count_or(body, "throttled", 0) or 0,
+                   busy_s=_number_or(body, "busy_s", 0.0) or 0.0,
+                   paused_until=_number_or(body, "paused_until", None),
+                   pause_reason=_req(body, "pause_reason", str, optional=True),
+                   auth_error=_req(body, "auth_error", str, optional=True))
+
+
+def _keyed(body: dict, name: str, parse) -> dict:
+    """An optional {id: object} map parsed with `parse`; errors name the map and the key."""
+    out = {}
+    for key, item in _req(body, name, dict, optional=True, default={}).items():
+        try:
+            out[key] = parse(item)
+        except ValidationError as exc:
+            raise ValidationError(f"{name}.{key}: {exc.message}", field=name) from None
+    return out
+
+
 @dataclass(frozen=True)
 class StatusReport:
     node_id: str | None
@@ -262,10 +400,14 @@ class StatusReport:
     attached: bool
     subscriptions: tuple[SubscriptionStatus, ...] = ()
     sources: int = 0
+    identities: Mapping[str, IdentityUse] = field(default_factory=dict)   # {identity id: use}
 
     def to_dict(self) -> dict:
         d = asdict(self)
         d["subscriptions"] = [s.to_dict() for s in self.subscriptions]
+        d.pop("identities")
+        if self.identities:      # absent when the node holds no identity-paced subscription
+            d["identities"] = {key: use.to_dict() for key, use in self.identities.items()}
         return d
 
     @classmethod
@@ -277,6 +419,7 @@ class StatusReport:
             attached=_req(body, "attached", bool),
             subscriptions=tuple(SubscriptionStatus.from_dict(s) for s in subs),
             sources=_req(body, "sources", int, optional=True, default=0),
+            identities=_keyed(body, "identities", IdentityUse.from_dict),
         )
 
 
@@ -284,15 +427,19 @@ class StatusReport:
 class Poll:
     """The hub's heartbeat. `assigned` lists every subscription id the hub wants on this node;
     anything else the spawn holds becomes an orphan candidate. `leases` renews or changes the quota
-    lease of leased subscriptions ({subscription id: Lease})."""
+    lease of leased subscriptions ({subscription id: Lease}). `budgets` carries this node's upstream
+    budget per wiki identity ({identity id: Budget})."""
     node_id: str
     assigned: tuple[str, ...] = field(default_factory=tuple)
     leases: Mapping[str, Lease] = field(default_factory=dict)
+    budgets: Mapping[str, Budget] = field(default_factory=dict)     # {identity id: Budget}
 
     def to_dict(self) -> dict:
         body = {"node_id": self.node_id, "assigned": list(self.assigned)}
         if self.leases:          # absent when no assigned subscription is leased
             body["leases"] = {sub_id: lease.to_dict() for sub_id, lease in self.leases.items()}
+        if self.budgets:         # absent when the node has no upstream budget
+            body["budgets"] = {key: budget.to_dict() for key, budget in self.budgets.items()}
         return body
 
     @classmethod
@@ -306,7 +453,8 @@ class Poll:
                 leases[sub_id] = Lease.from_dict(lease)
             except ValidationError as exc:
                 raise ValidationError(f"leases.{sub_id}: {exc.message}", field="leases") from None
-        return cls(node_id=_req(body, "node_id", str), assigned=tuple(assigned), leases=leases)
+        return cls(node_id=_req(body, "node_id", str), assigned=tuple(assigned), leases=leases,
+                   budgets=_keyed(body, "budgets", Budget.from_dict))
 
 
 @dataclass(frozen=True)

@@ -33,3 +33,11 @@ def test_spawns_read_the_hubs_wiki_allowlist_with_the_same_default():
     assert SpawnConfig.from_env({"BW_NODE_SECRET": "n"}).wiki_allowlist == hub.wiki_allowlist
     spawn = SpawnConfig.from_env({"BW_NODE_SECRET": "n", "BW_WIKI_ALLOWLIST": "127.0.0.1:8780, *.wikipedia.org"})
     assert spawn.wiki_allowlist == ("127.0.0.1:8780", "*.wikipedia.org")
+
+
+def test_both_process_kinds_read_the_clock_skew_allowance():
+    assert SpawnConfig.from_env({"BW_NODE_SECRET": "n"}).max_clock_skew_s == 0.5
+    hub = HubConfig.from_env({"BW_ADMIN_TOKEN": "a", "BW_NODE_SECRET": "n", "BW_MAX_CLOCK_SKEW_S": "0.25"})
+    assert hub.max_clock_skew_s == 0.25
+    with pytest.raises(ConfigError, match="BW_MAX_CLOCK_SKEW_S"):
+        SpawnConfig.from_env({"BW_NODE_SECRET": "n", "BW_MAX_CLOCK_SKEW_S": "-1"})

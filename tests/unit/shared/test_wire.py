@@ -1,8 +1,8 @@
 import pytest
 
 from shared.errors import PayloadTooLarge, ValidationError
-from shared.wire import (MAX_BATCH_ITEMS, DropAck, ItemError, Poll, PutAck, Registration, SendBatch,
-                         SendBatchAck, StatusReport, SubscriptionSpec, SubscriptionStatus)
+from shared.wire import (MAX_BATCH_ITEMS, Budget, DropAck, IdentityUse, ItemError, Poll, PutAck, Registration,
+                         SendBatch, SendBatchAck, StatusReport, SubscriptionSpec, SubscriptionStatus, Window)
 
 
 def spec(**kw):
@@ -87,3 +87,74 @@ def test_send_batch_ack_errors_name_the_list(body, field):
     with pytest.raises(ValidationError) as err:
         SendBatchAck.from_dict(body)
     assert err.value.field == field
+
+
+def budget(**kw):
+    base = dict(gen=3, wiki_host="en.wikipedia.org", credential="enwiki-bot",
+                windows=[{"start": 100.0, "end": 160.0, "slots": 1, "rate_per_s": 4.75},
+                         {"start": 160.0, "end": 220.0, "slots": 2, "rate_per_s": 4.75}],
+                slow_after_s=1.0, slow_wait_s=5.0, maxlag=5, paused_until=None, weights={"t1": 1.0, "t2": 3})
+    base.update(kw)
+    return base
+
+
+def test_a_budget_round_trips_and_defaults_what_an_older_hub_leaves_out():
+    b = Budget.from_dict(budget())
+    assert b.windows == (Window(100.0, 160.0, 1, 4.75), Window(160.0, 220.0, 2, 4.75))
+    assert b.weights == {"t1": 1.0, "t2": 3.0}
+    assert Budget.from_dict(b.to_dict()) == b
+    bare = Budget.from_dict({"gen": 1, "wiki_host": "127.0.0.1:8790"})
+    assert (bare.credential, bare.windows, bare.slow_after_s, bare.slow_wait_s, bare.maxlag, bare.paused_until,
+            bare.weights) == (None, (), 1.0, 5.0, 5, None, {})
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"gen": 0}, "gen"), ({"gen": "1"}, "gen"), ({"wiki_host": None}, "wiki_host"), ({"credential": 7}, "credential"),
+    ({"windows": [{"start": 10, "end": 10, "slots": 1, "rate_per_s": 1}]}, "windows"),
+    ({"windows": [{"start": 10, "end": 20, "slots": 0, "rate_per_s": 1}]}, "windows"),
+    ({"windows": [{"start": 10, "end": 20, "slots": 1, "rate_per_s": 0}]}, "windows"),
+    ({"windows": [{"start": 10, "end": 20, "slots": 1}]}, "windows"),
+    ({"windows": [{"start": 10, "end": 30, "slots": 1, "rate_per_s": 1},
+                  {"start": 20, "end": 40, "slots": 1, "rate_per_s": 1}]}, "windows"),
+    ({"windows": [{"start": s, "end": s + 1, "slots": 1, "rate_per_s": 1} for s in (1, 2, 3)]}, "windows"),
+    ({"slow_after_s": 0}, "slow_after_s"), ({"slow_wait_s": -1}, "slow_wait_s"), ({"maxlag": -1}, "maxlag"),
+    ({"paused_until": "soon"}, "paused_until"), ({"weights": {"t1": -1}}, "weights"),
+    ({"weights": {"t1": True}}, "weights"), ({"weights": []}, "weights"),
+])
+def test_budget_errors_name_the_field(change, field):
+    with pytest.raises(ValidationError) as err:
+        Budget.from_dict(budget(**change))
+    assert err.value.field == field
+
+
+def test_a_poll_carries_budgets_only_when_there_are_some():
+    b = Budget.from_dict(budget())
+    poll = Poll(node_id="n", assigned=("s1",), budgets={"en.wikipedia.org": b})
+    assert Poll.from_dict(poll.to_dict()) == poll
+    assert "budgets" not in Poll(node_id="n").to_dict()
+    with pytest.raises(ValidationError) as err:
+        Poll.from_dict({"node_id": "n", "budgets": {"en.wikipedia.org": budget(gen=0)}})
+    assert err.value.field == "budgets" and "en.wikipedia.org" in err.value.message
+
+
+def test_a_status_report_carries_identity_use_only_when_there_is_some():
+    use = IdentityUse(gen=3, fresh={"t1": 2}, backfill={"t1": 1, "t2": 5}, requests=40, throttled=1, busy_s=12.5,
+                      paused_until=1234.5, pause_reason="429 Retry-After 30", auth_error=None)
+    report = StatusReport(node_id="n", boot_id="b", attached=True, identities={"en.wikipedia.org": use})
+    assert StatusReport.from_dict(report.to_dict()) == report
+    assert "identities" not in StatusReport(node_id="n", boot_id="b", attached=True).to_dict()
+    assert IdentityUse.from_dict({}) == IdentityUse()
+    for bad in ({"gen": 0}, {"fresh": {"t1": -1}}, {"backfill": {"t1": 1.5}}, {"requests": -1}, {"busy_s": "x"},
+                {"auth_error": 1}):
+        with pytest.raises(ValidationError) as err:
+            StatusReport.from_dict({"boot_id": "b", "attached": True, "identities": {"h": bad}})
+        assert err.value.field == "identities"
+
+
+def test_a_spec_names_its_identity_and_a_legacy_spec_has_none():
+    s = SubscriptionSpec.from_dict(spec(identity="en.wikipedia.org"))
+    assert s.identity == "en.wikipedia.org" and SubscriptionSpec.from_dict(s.to_dict()) == s
+    assert SubscriptionSpec.from_dict(spec()).identity is None
+    with pytest.raises(ValidationError) as err:
+        SubscriptionSpec.from_dict(spec(identity=3))
+    assert err.value.field == "identity"
