@@ -1,8 +1,8 @@
 """SQLAlchemy models of the hub's configuration store. Mirrors sql/migrations; no logic here."""
 from datetime import datetime, timezone
 
-from sqlalchemy import (BigInteger, Boolean, DateTime, ForeignKey, Integer, MetaData, String, Text,
-                        UniqueConstraint, Index)
+from sqlalchemy import (BigInteger, Boolean, CheckConstraint, DateTime, Float, ForeignKey, Integer, MetaData,
+                        String, Text, UniqueConstraint, Index)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -35,6 +35,9 @@ class Tenant(Base):
     # of its subscriptions may have started running without a lease (a quota set on an unlimited tenant)
     reserved: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
     unleased_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # share of upstream slot-time against other tenants with demand on the same wiki (docs/upstream.md)
+    weight: Mapped[float] = mapped_column(Float, CheckConstraint("weight > 0", name="weight_positive"),
+                                          nullable=False, default=1.0, server_default="1.0")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False, default=utcnow,
                                                  onupdate=utcnow)
@@ -166,3 +169,49 @@ class SchedulerEpoch(Base):
     holder: Mapped[str | None] = mapped_column(String(100), nullable=True)
     acquired_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     last_tick_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class Identity(Base):
+    """What one wiki meters: its host plus the deployment's credential for it (docs/upstream.md). The
+    credential is a name the spawns look up in their own credentials file, never the secret."""
+    __tablename__ = "identities"
+    __table_args__ = (
+        CheckConstraint("in_flight > 0", name="in_flight_positive"),
+        CheckConstraint("per_s > 0", name="per_s_positive"),
+        CheckConstraint("per_min IS NULL OR per_min > 0", name="per_min_positive"),
+    )
+
+    id: Mapped[str] = mapped_column(String(255), primary_key=True)          # the wiki's host[:port]
+    credential: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    in_flight: Mapped[int] = mapped_column(Integer, nullable=False)
+    per_s: Mapped[float] = mapped_column(Float, nullable=False)
+    per_min: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    slow_after_s: Mapped[float] = mapped_column(Float, nullable=False, default=1.0)
+    slow_wait_s: Mapped[float] = mapped_column(Float, nullable=False, default=5.0)
+    maxlag: Mapped[int] = mapped_column(Integer, nullable=False, default=5)
+    # generation of the budgets sent for it: bumped whenever a window or a setting changes
+    gen: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0, server_default="0")
+    paused_until: Mapped[float | None] = mapped_column(Float, nullable=True)       # hub epoch seconds
+    pause_reason: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    auth_error: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    auth_error_node: Mapped[str | None] = mapped_column(String(36), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False, default=utcnow,
+                                                 onupdate=utcnow)
+
+
+class IdentityWindow(Base):
+    """Write-ahead record of one slot of an identity held by one node over [start_s, end_s) (hub epoch
+    seconds). Rows of one slot never overlap, and rows of different nodes on a slot are at least the
+    handover gap apart, which is what makes the in-flight limit checkable. No foreign key to the node:
+    a window counts until it ends, whatever became of its node."""
+    __tablename__ = "identity_windows"
+
+    identity_id: Mapped[str] = mapped_column(String(255), ForeignKey("identities.id", ondelete="CASCADE"),
+                                             primary_key=True)
+    slot: Mapped[int] = mapped_column(Integer, primary_key=True)
+    start_s: Mapped[float] = mapped_column(Float, primary_key=True)
+    end_s: Mapped[float] = mapped_column(Float, nullable=False)
+    node_id: Mapped[str] = mapped_column(String(36), nullable=False)
+    rate_per_s: Mapped[float] = mapped_column(Float, nullable=False)
+    gen: Mapped[int] = mapped_column(BigInteger, nullable=False)      # the identity's gen when last written
