@@ -26,7 +26,7 @@ from shared.hashing import source_uuid, wiki_key
 from shared.http import make_session
 from spawn.host_limiter import HostLimiter
 from spawn.mediawiki import RVPROP, MediaWikiClient
-from tools.demo import Processes, free_port, latest_revids, wait_http
+from tools.demo import SERVING, Processes, free_port, latest_revids, wait_http
 
 GOAL = 0.80
 BIN = Path(sys.executable).parent
@@ -91,7 +91,7 @@ def spawn_harvest(api: str, titles: list[str], keyspace: str, log_dir: Path,
         nowhere = f"http://127.0.0.1:{free_port(0)}"
         spawn = procs.start("spawn", [str(BIN / "spawn"), "serve", "--hub", nowhere,
                                       "--bind", f"127.0.0.1:{port}"], env)
-        wait_http(url + "/health", procs)
+        wait_http(url + "/health", procs, statuses=SERVING)     # unregistered, so 503, but serving
         cpu, server, wiki = group_cpu(spawn.pid), cassandra_cpu() or 0.0, wiki_cpu()
         started = time.perf_counter()
         for title in titles:

@@ -24,7 +24,7 @@ from blackwidow.admin_client import AdminClient
 from shared.config import HubConfig
 from shared.hashing import wiki_key
 from shared.http import make_session
-from tools.demo import Processes, free_port, wait_http
+from tools.demo import SERVING, Processes, free_port, wait_http
 
 GOALS = {"dead spawn": 20.0, "hub restart": 30.0}
 SPAWNS = 3
@@ -53,7 +53,7 @@ class Cluster:
         subprocess.run([str(BIN / "blackwidow"), "migrate"], env=self.env, cwd=ROOT, capture_output=True,
                        check=True)
         self.start_hub()
-        wait_http(self.hub + "/health", self.procs)
+        wait_http(self.hub + "/health", self.procs, statuses=SERVING)    # healthy once the scheduler ticks
         for i in range(spawns):
             self.start_spawn(i + 1)
 

@@ -43,7 +43,7 @@ def create_app(config: HubConfig, *, sessionmaker: Sessionmaker) -> falcon.App:
     app.add_route("/v1/nodes", nodes)
     app.add_route("/v1/nodes/{node_id:uuid}", nodes, suffix="item")
 
-    app.add_route("/health", HealthResource(sessionmaker))
+    app.add_route("/health", HealthResource(sessionmaker, poll_interval_s=config.poll_interval_s))
     app.add_route("/metrics", MetricsResource(sessionmaker))
     app.add_route("/openapi.json", OpenApiResource())
 

@@ -56,7 +56,15 @@ SCHEMAS = {
     "RegistrationAck": _obj({"id": _ID, "poll_interval_s": {"type": "number"},
                              "detach_after_s": {"type": "number"}, "orphan_after_s": {"type": "number"}}),
     "Health": _obj({"status": {"type": "string", "enum": ["ok", "unavailable"]},
-                    "database": {"type": "string", "enum": ["ok", "unreachable"]}}),
+                    "database": {"type": "string", "enum": ["ok", "unreachable"]},
+                    "scheduler": {"type": "string",
+                                  "enum": ["ok", "unknown", "absent", "no_leader", "starting", "stalled"]},
+                    "reason": {"type": "string", "description": "Why the hub is unavailable (503 only)."},
+                    "last_tick_age_s": {"type": "number",
+                                        "description": "Seconds since the leader's last finished tick."},
+                    "stale_after_s": {"type": "number",
+                                      "description": "Older than this, the leader counts as wedged."}},
+                   required=["status", "database", "scheduler"]),
     "TenantCreate": validation.schema(validation.TENANT_CREATE),
     "TenantPatch": validation.schema(validation.TENANT_PATCH),
     "SubscriptionCreate": validation.schema(validation.SUBSCRIPTION_CREATE),
@@ -192,10 +200,11 @@ def document() -> dict:
             "/v1/nodes/{node_id}": {
                 "get": _op("Get a spawn node", "200", "Node", errors=_READ, params=[node]),
             },
-            "/health": {"get": {**_op("Liveness and database check", "200", "Health", security=[]),
-                                "responses": {"200": {"description": "Serving; database answers",
-                                                      **_json(_ref("Health"))},
-                                              "503": {"description": "Database unreachable",
+            "/health": {"get": {**_op("Whether the deployment can make progress", "200", "Health", security=[]),
+                                "responses": {"200": {"description": "Database answers; a scheduler leads and "
+                                                      "ticked recently", **_json(_ref("Health"))},
+                                              "503": {"description": "Database unreachable, no scheduler "
+                                                      "leading, or its last tick too old",
                                                       **_json(_ref("Health"))}}}},
             "/metrics": {"get": {"summary": "Prometheus metrics", "security": [], "responses": {"200": {
                 "description": "Prometheus text format",

@@ -74,12 +74,16 @@ class Processes:
                 proc.wait()
 
 
-def wait_http(url: str, procs: Processes, timeout: float = 60) -> None:
+SERVING = (200, 503)
+
+
+def wait_http(url: str, procs: Processes, timeout: float = 60, statuses: tuple[int, ...] = (200,)) -> None:
+    """Until `url` answers one of `statuses` (a /health's 503 still proves the process serves)."""
     deadline = time.monotonic() + timeout
     while True:
         procs.check()
         with contextlib.suppress(requests.RequestException):
-            if requests.get(url, timeout=2).status_code == 200:
+            if requests.get(url, timeout=2).status_code in statuses:
                 return
         if time.monotonic() > deadline:
             raise RuntimeError(f"{url} did not answer within {timeout:.0f} s")
@@ -186,7 +190,7 @@ def main(argv=None) -> int:
     try:
         subprocess.run([str(BIN / "blackwidow"), "migrate"], env=env, check=True, cwd=ROOT)
         procs.start("hub", [str(BIN / "blackwidow"), "serve", "--bind", f"127.0.0.1:{hub_port}"], env)
-        wait_http(hub + "/health", procs)
+        wait_http(hub + "/health", procs, statuses=SERVING)      # 503 until the scheduler leads
         procs.start("scheduler", [str(BIN / "blackwidow"), "scheduler"], env)
         for i in range(args.spawns):
             port = free_port(8701 + i)

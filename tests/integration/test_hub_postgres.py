@@ -5,7 +5,7 @@ import threading
 import pytest
 
 from blackwidow import store, validation
-from blackwidow.models import Subscription
+from blackwidow.models import SchedulerEpoch, Subscription, utcnow
 from shared.errors import Conflict
 from tests.fixtures.hub import LOCAL_WIKI, NODE, api_client, hub_config
 # a migrated schema of its own, and clean tables per test
@@ -21,7 +21,11 @@ def test_migrations_match_the_models(db_url):  # noqa: F811
 
 def test_api_round_trip(db_url, maker):  # noqa: F811
     api = api_client(hub_config(db_url), maker)
-    assert api.simulate_get("/health").json == {"status": "ok", "database": "ok"}
+    assert api.simulate_get("/health").json["scheduler"] == "absent"          # no scheduler ran here
+    with maker.begin() as session:          # the row a leading scheduler keeps, in PostgreSQL's timestamptz
+        session.add(SchedulerEpoch(name="scheduler", epoch=1, holder="pg-test", last_tick_at=utcnow()))
+    health = api.simulate_get("/health")
+    assert (health.status_code, health.json["status"]) == (200, "ok"), health.json
     tenant = api.simulate_post("/v1/tenants", json={"name": "pg-acme", "quota": 500}).json
     assert api.simulate_post("/v1/tenants", json={"name": "pg-acme"}).status_code == 409
 

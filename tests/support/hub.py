@@ -34,7 +34,7 @@ class HubProcesses:
         self.api = LoggedProcess([str(BIN / "blackwidow"), "serve", "--bind", f"127.0.0.1:{self.port}", *extra],
                                  self.env, self.run_dir / f"api-{tag}.log")
         self.started.append(self.api)
-        wait_for(self.healthy, 90, 0.2, f"/health of the hub API ({self.api.log})")
+        wait_for(self.serving, 90, 0.2, f"/health of the hub API ({self.api.log})")
 
     def start_scheduler(self, tag: str) -> None:
         self.scheduler = LoggedProcess([str(BIN / "blackwidow"), "scheduler"], self.env,
@@ -65,10 +65,18 @@ class HubProcesses:
             proc.thaw()
 
     def healthy(self) -> bool:
+        """/health says 200: the database answers and a scheduler leads and ticks."""
+        return self._health_status() == 200
+
+    def serving(self) -> bool:
+        """The API answers /health with its verdict (a 503 too: without a scheduler it says so)."""
+        return self._health_status() in (200, 503)
+
+    def _health_status(self) -> int | None:
         try:
-            return self.http.get(f"{self.url}/health", timeout=2).status_code == 200
+            return self.http.get(f"{self.url}/health", timeout=2).status_code
         except requests.RequestException:
-            return False
+            return None
 
     # -- admin API ----------------------------------------------------------------------------
     def admin(self, *argv: str, stdin: str | None = None) -> tuple[int, object]:

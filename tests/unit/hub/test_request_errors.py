@@ -58,8 +58,9 @@ def test_auth(api):
     # refused before the body is looked at
     no_auth = {"Content-Type": "application/json", "Authorization": ""}
     assert error(api.simulate_post("/v1/tenants", body=b"{", headers=no_auth), 401)
-    for path in ("/health", "/metrics", "/openapi.json"):
+    for path in ("/metrics", "/openapi.json"):
         assert api.simulate_get(path, headers={"Authorization": ""}).status_code == 200
+    assert api.simulate_get("/health", headers={"Authorization": ""}).status_code == 503    # no scheduler
 
 
 def test_unknown_routes_ids_and_methods(api):
