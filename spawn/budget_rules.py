@@ -1,0 +1,143 @@
+"""Decisions of the spawn's upstream budget (one wiki identity's share on this node). Pure: the
+shell (spawn.upstream_budget) passes the clock readings in and applies the answers.
+
+Windows are in hub wall-clock time and read on this node's wall clock through shared.hub_clock;
+pauses and slow-response waits are on the same wall clock.
+"""
+import math
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+from shared import hub_clock
+from shared.wire import Budget, Window
+
+FRESH, BACKFILL = "fresh", "backfill"
+# a request needs at least this long before its window closes, or it waits for the next window:
+# one cut short at once would only be aborted and sent again
+MIN_REQUEST_S = 0.5
+
+
+@dataclass(frozen=True)
+class Gate:
+    """The answer to "may one more request start now?". Granted: `deadline` is the local wall time
+    by which it must have ended. Refused: `wait_s` until it is worth asking again (inf: nothing
+    opens without a new Budget) and why."""
+    granted: bool
+    deadline: float | None = None
+    slots: int = 0
+    wait_s: float = math.inf
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class Local:
+    """What this node knows besides the Budget: its own pause (429, Retry-After, maxlag), the
+    wiki's refusal of the credentials, requests in flight, the slots still cooling after a slow
+    response (their ends, local wall time) and the last request start."""
+    paused_until: float | None = None
+    auth_error: str | None = None
+    in_flight: int = 0
+    cooling: tuple[float, ...] = ()
+    last_start: float | None = None
+
+
+def held_until(windows: Sequence[Window], index: int, skew: float) -> float:
+    """Local wall time the slots of windows[index] last: through windows that follow it without a
+    gap and hold at least as many slots (a renewal planned as a separate window)."""
+    end = windows[index].end
+    for nxt in windows[index + 1:]:
+        if nxt.start > end or nxt.slots < windows[index].slots:
+            break
+        end = nxt.end
+    return end - skew
+
+
+def gate(budget: Budget | None, local: Local, now: float, skew: float, identity: str) -> Gate:
+    """Whether one more request of `identity` may start at local wall time `now`."""
+    if local.auth_error is not None:
+        return Gate(False, reason=f"the wiki refused the credentials of {identity}: {local.auth_error}")
+    if budget is None:
+        return Gate(False, reason=f"waiting for the upstream budget of {identity}")
+    pauses = [p for p in (local.paused_until,
+                          None if budget.paused_until is None else budget.paused_until + skew) if p is not None]
+    if pauses and now < max(pauses):
+        return Gate(False, wait_s=max(pauses) - now, reason=f"{identity} paused for {max(pauses) - now:.1f} s")
+    for i, w in enumerate(budget.windows):
+        if not hub_clock.is_open(w.start, w.end, now, skew):
+            continue
+        deadline = held_until(budget.windows, i, skew)
+        if deadline - now < MIN_REQUEST_S:
+            continue
+        busy = local.in_flight + sum(1 for c in local.cooling if c > now)
+        if busy >= w.slots:
+            cooled = [c - now for c in local.cooling if c > now]
+            # a request ending releases its slot and wakes the waiters; a cooling one only by time
+            return Gate(False, wait_s=min(cooled) if cooled and local.in_flight == 0 else math.inf,
+                        reason=f"all {w.slots} slot(s) of {identity} busy")
+        spacing = 1.0 / w.rate_per_s
+        if local.last_start is not None and now < local.last_start + spacing:
+            return Gate(False, wait_s=local.last_start + spacing - now, reason=f"{identity} at its request rate")
+        return Gate(True, deadline=deadline, slots=w.slots)
+    opens = [hub_clock.until_open(w.start, w.end, now, skew) for w in budget.windows
+             if not hub_clock.is_open(w.start, w.end, now, skew)]
+    wait = min(opens, default=math.inf)
+    return Gate(False, wait_s=wait, reason=f"waiting for the next upstream window of {identity}"
+                if wait < math.inf else f"waiting for the upstream budget of {identity}")
+
+
+@dataclass(frozen=True)
+class Ticket:
+    """A source waiting for a request slot: its lane, its tenants, and its place in line."""
+    seq: int
+    lane: str
+    tenants: tuple[str, ...]
+
+
+def tenant_weight(weights: Mapping[str, float], tenant: str) -> float:
+    # a tenant the hub sent no weight for counts as 1; weight 0 is served only when nobody else waits
+    return max(weights.get(tenant, 1.0), 1e-6)
+
+
+def pick(waiting: Iterable[Ticket], served: Mapping[str, float], weights: Mapping[str, float]) -> Ticket | None:
+    """Who gets the next slot: the longest-waiting freshness-lane source, else the backfill source
+    whose least-served tenant has the lowest service per weight (weighted fair queueing; a source
+    shared by several tenants stands in line for each), oldest first among equals."""
+    tickets = list(waiting)
+    fresh = [t for t in tickets if t.lane == FRESH]
+    if fresh:
+        return min(fresh, key=lambda t: t.seq)
+    if not tickets:
+        return None
+
+    def virtual(t: Ticket) -> float:
+        return min((served.get(x, 0.0) / tenant_weight(weights, x) for x in t.tenants), default=0.0)
+    return min(tickets, key=lambda t: (virtual(t), t.seq))
+
+
+def charge(served: Mapping[str, float], ticket: Ticket) -> dict[str, float]:
+    """Service after one backfill request of `ticket`: its tenants share the request's cost."""
+    out = dict(served)
+    if ticket.lane == BACKFILL and ticket.tenants:
+        for x in ticket.tenants:
+            out[x] = out.get(x, 0.0) + 1.0 / len(ticket.tenants)
+    return out
+
+
+def rebase(served: Mapping[str, float], weights: Mapping[str, float], waiting: Iterable[str],
+           newcomers: Iterable[str]) -> dict[str, float]:
+    """Tenants that start waiting again after an idle spell are lifted to the least service per
+    weight among those already waiting, so idleness is not saved up as credit."""
+    out = dict(served)
+    floor = min((served.get(t, 0.0) / tenant_weight(weights, t) for t in waiting), default=0.0)
+    for t in newcomers:
+        out[t] = max(out.get(t, 0.0), floor * tenant_weight(weights, t))
+    return out
+
+
+def demand(tickets: Iterable[Ticket]) -> tuple[dict[str, int], dict[str, int]]:
+    """(fresh, backfill): sources per tenant in each lane (a shared source counts for each tenant)."""
+    lanes: dict[str, dict[str, int]] = {FRESH: {}, BACKFILL: {}}
+    for t in tickets:
+        for x in t.tenants:
+            lanes[t.lane][x] = lanes[t.lane].get(x, 0) + 1
+    return lanes[FRESH], lanes[BACKFILL]

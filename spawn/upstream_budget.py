@@ -1,0 +1,191 @@
+"""The upstream budget of each wiki identity on this node: the shell around spawn.budget_rules.
+
+Every request of an identity-paced subscription takes a slot here: only inside a window of the
+newest Budget, at most `slots` in flight and `rate_per_s` starts per second, with a deadline at
+the window's end. Waiting sources are served freshness lane first, then backfill by weighted fair
+queueing over the Budget's tenant weights. Clock injected (wall clock: windows are hub epoch time).
+"""
+import itertools
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Callable, Iterator, Mapping
+
+from shared.wire import Budget, IdentityUse
+from spawn import budget_rules as rules
+from spawn.host_limiter import Cancelled
+
+MAX_WAIT_S = 0.5        # waiters look at their cancel event at least this often
+
+
+@dataclass(frozen=True)
+class Demand:
+    """Who asks for a request slot: the source's lane and the tenants it serves."""
+    lane: str = rules.FRESH
+    tenants: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Permit:
+    """One granted request: it must have ended by `deadline` (local wall clock)."""
+    deadline: float
+    maxlag: int
+    started: float
+
+
+class IdentityBudget:
+    """One identity on this node. Thread-safe."""
+
+    def __init__(self, identity: str, *, skew_s: float, clock: Callable[[], float] = time.time):
+        self.identity = identity
+        self.skew_s = skew_s
+        self._clock = clock
+        self._cond = threading.Condition()
+        self._seq = itertools.count()
+        self.budget: Budget | None = None
+        self._local = rules.Local()
+        self._auth_gen = 0                   # Budget gen the credentials were refused under
+        self.pause_reason: str | None = None
+        self._waiting: dict[int, rules.Ticket] = {}
+        self._served: dict[str, float] = {}
+        self.requests = 0
+        self.throttled = 0
+        self.busy_s = 0.0
+
+    # -- from the hub ------------------------------------------------------------------------
+    def apply(self, budget: Budget) -> bool:
+        """Take a Budget from a poll: an equal or higher gen replaces it (a renewal may only move
+        `end`), an older one is refused (False). A higher gen lifts a refusal of the credentials."""
+        with self._cond:
+            if self.budget is not None and budget.gen < self.budget.gen:
+                return False
+            if self._local.auth_error is not None and budget.gen > self._auth_gen:
+                self._set(auth_error=None)
+            self.budget = budget
+            self._cond.notify_all()
+            return True
+
+    @property
+    def gen(self) -> int | None:
+        return None if self.budget is None else self.budget.gen
+
+    # -- from the wiki -------------------------------------------------------------------------
+    def pause(self, seconds: float, reason: str, *, throttled: bool = False) -> None:
+        """429, Retry-After or maxlag seen here: no request of this identity on this node for
+        `seconds`; reported to the hub, which pauses the other nodes."""
+        with self._cond:
+            until = self._clock() + seconds
+            if self._local.paused_until is None or until > self._local.paused_until:
+                self._set(paused_until=until)
+                self.pause_reason = reason
+            self.throttled += int(throttled)
+
+    def refuse_credentials(self, reason: str) -> None:
+        """The wiki refused the credentials: nothing more is asked until a new Budget gen."""
+        with self._cond:
+            self._auth_gen = self.gen or 0
+            self._set(auth_error=reason)
+            self._cond.notify_all()
+
+    @property
+    def auth_error(self) -> str | None:
+        return self._local.auth_error
+
+    # -- requests -----------------------------------------------------------------------------
+    @contextmanager
+    def slot(self, demand: Demand = Demand(), cancel: threading.Event | None = None,
+             on_wait: Callable[[str | None], None] | None = None) -> Iterator[Permit]:
+        """Wait for a request slot (raises Cancelled when `cancel` fires). `on_wait(reason)` is told
+        once when the caller has to wait, and on_wait(None) when it is served after all."""
+        permit = self._acquire(demand, cancel, on_wait)
+        try:
+            yield permit
+        finally:
+            self._release(permit)
+
+    def _acquire(self, demand: Demand, cancel: threading.Event | None,
+                 on_wait: Callable[[str | None], None] | None) -> Permit:
+        told: str | None = None
+        with self._cond:
+            ticket = rules.Ticket(next(self._seq), demand.lane, demand.tenants)
+            weights = self.budget.weights if self.budget else {}
+            queued = {t for w in self._waiting.values() for t in w.tenants}
+            self._served = rules.rebase(self._served, weights, queued, set(demand.tenants) - queued)
+            self._waiting[ticket.seq] = ticket
+            try:
+                while True:
+                    if cancel is not None and cancel.is_set():
+                        raise Cancelled()
+                    now = self._clock()
+                    gate = rules.gate(self.budget, self._local, now, self.skew_s, self.identity)
+                    weights = self.budget.weights if self.budget else {}
+                    if gate.granted and rules.pick(self._waiting.values(), self._served, weights) is ticket:
+                        break
+                    reason = gate.reason or f"queued for a slot of {self.identity}"
+                    if on_wait is not None and told is None and not gate.granted:
+                        told = reason
+                        on_wait(reason)
+                    self._cond.wait(min(gate.wait_s, MAX_WAIT_S) if not gate.granted else MAX_WAIT_S)
+            finally:
+                del self._waiting[ticket.seq]
+            self._served = rules.charge(self._served, ticket)
+            self._set(in_flight=self._local.in_flight + 1, last_start=now,
+                      cooling=tuple(c for c in self._local.cooling if c > now))
+            self.requests += 1
+            self._cond.notify_all()
+        if told is not None and on_wait is not None:
+            on_wait(None)
+        return Permit(deadline=gate.deadline or now, maxlag=self.budget.maxlag if self.budget else 5, started=now)
+
+    def _release(self, permit: Permit) -> None:
+        with self._cond:
+            now = self._clock()
+            elapsed = max(0.0, now - permit.started)
+            self.busy_s += elapsed
+            cooling = self._local.cooling
+            if self.budget is not None and elapsed > self.budget.slow_after_s:
+                # a slow answer: this slot stays taken for slow_wait_s more (the robot policy's rule)
+                cooling = cooling + (now + self.budget.slow_wait_s,)
+            self._set(in_flight=self._local.in_flight - 1, cooling=cooling)
+            self._cond.notify_all()
+
+    def _set(self, **changes) -> None:
+        self._local = rules.Local(**{**self._local.__dict__, **changes})
+
+    # -- to the hub ----------------------------------------------------------------------------
+    def use(self) -> IdentityUse:
+        with self._cond:
+            fresh, backfill = rules.demand(self._waiting.values())
+            paused = self._local.paused_until
+            live = paused is not None and paused > self._clock()
+            return IdentityUse(gen=self.gen, fresh=fresh, backfill=backfill, requests=self.requests,
+                               throttled=self.throttled, busy_s=round(self.busy_s, 3),
+                               paused_until=paused if live else None,
+                               pause_reason=self.pause_reason if live else None,
+                               auth_error=self._local.auth_error)
+
+
+class UpstreamBudgets:
+    """Every identity this node has heard of, by identity id. Thread-safe."""
+
+    def __init__(self, *, skew_s: float, clock: Callable[[], float] = time.time):
+        self.skew_s = skew_s
+        self._clock = clock
+        self._identities: dict[str, IdentityBudget] = {}
+        self._lock = threading.Lock()
+
+    def identity(self, identity: str) -> IdentityBudget:
+        with self._lock:
+            if identity not in self._identities:
+                self._identities[identity] = IdentityBudget(identity, skew_s=self.skew_s, clock=self._clock)
+            return self._identities[identity]
+
+    def apply(self, budgets: Mapping[str, Budget]) -> None:
+        for identity, budget in budgets.items():
+            self.identity(identity).apply(budget)
+
+    def report(self) -> dict[str, IdentityUse]:
+        with self._lock:
+            identities = list(self._identities.items())
+        return {key: ib.use() for key, ib in identities}

@@ -1,0 +1,106 @@
+import math
+
+import pytest
+
+from shared.wire import Budget, Window
+from spawn.budget_rules import BACKFILL, FRESH, Local, Ticket, charge, demand, gate, held_until, pick, rebase
+
+SKEW = 0.5
+W1 = Window(100.0, 160.0, 1, 2.0)
+W2 = Window(160.0, 220.0, 1, 2.0)
+
+
+def budget(*windows, paused_until=None):
+    return Budget(gen=1, wiki_host="h", windows=windows, paused_until=paused_until)
+
+
+GATES = [
+    # name,                         budget,                      local,                          now,   granted, wait_s,  reason part
+    ("no budget",                    None,                        Local(),                        130.0, False, math.inf, "upstream budget of h"),
+    ("no window",                    budget(),                    Local(),                        130.0, False, math.inf, "upstream budget of h"),
+    ("before the window",            budget(W1),                  Local(),                        99.0, False, 1.5, "next upstream window"),
+    ("inside the skew margin",       budget(W1),                  Local(),                        100.2, False, 0.3, "next upstream window"),
+    ("open",                         budget(W1),                  Local(),                        130.0, True, math.inf, None),
+    ("too close to the end",         budget(W1),                  Local(),                        159.2, False, math.inf, "budget"),
+    ("after the window",             budget(W1),                  Local(),                        170.0, False, math.inf, "budget"),
+    ("slot taken",                   budget(W1),                  Local(in_flight=1),             130.0, False, math.inf, "slot(s) of h busy"),
+    ("slot cooling after slow",      budget(W1),                  Local(cooling=(133.0,)),        130.0, False, 3.0, "busy"),
+    ("cooling over",                 budget(W1),                  Local(cooling=(129.0,)),        130.0, True, math.inf, None),
+    ("rate: too soon",               budget(W1),                  Local(last_start=129.8),        130.0, False, 0.3, "request rate"),
+    ("rate: spaced enough",          budget(W1),                  Local(last_start=129.5),        130.0, True, math.inf, None),
+    ("own pause (429)",              budget(W1),                  Local(paused_until=140.0),      130.0, False, 10.0, "paused"),
+    ("hub pause, read with skew",    budget(W1, paused_until=135.0), Local(),                     130.0, False, 5.5, "paused"),
+    ("credentials refused",          budget(W1),                  Local(auth_error="Wrong pass"), 130.0, False, math.inf, "Wrong pass"),
+]
+
+
+@pytest.mark.parametrize("name, b, local, now, granted, wait_s, reason", GATES, ids=[g[0] for g in GATES])
+def test_gate(name, b, local, now, granted, wait_s, reason):
+    g = gate(b, local, now, SKEW, "h")
+    assert g.granted is granted
+    if granted:
+        assert g.deadline == 159.5 and g.slots == 1
+    else:
+        assert g.wait_s == pytest.approx(wait_s) and reason in g.reason
+
+
+def test_two_slots_let_a_second_request_start_and_not_a_third():
+    b = budget(Window(100.0, 160.0, 2, 10.0))
+    assert gate(b, Local(in_flight=1, last_start=120.0), 130.0, SKEW, "h").granted
+    assert not gate(b, Local(in_flight=2, last_start=120.0), 130.0, SKEW, "h").granted
+
+
+def test_a_request_may_run_on_through_a_following_window_with_as_many_slots():
+    assert held_until((W1, W2), 0, SKEW) == 219.5
+    assert held_until((W1, Window(161.0, 220.0, 1, 2.0)), 0, SKEW) == 159.5       # a gap: another node between
+    assert held_until((Window(100.0, 160.0, 2, 2.0), W2), 0, SKEW) == 159.5       # fewer slots next
+    assert gate(budget(W1, W2), Local(), 159.2, SKEW, "h").deadline == 219.5
+
+
+def t(seq, lane, *tenants):
+    return Ticket(seq, lane, tenants)
+
+
+PICKS = [
+    # waiting,                                          served,               weights,            expected seq
+    ([t(1, BACKFILL, "a"), t(2, FRESH, "b")],          {},                   {},                 2),
+    ([t(3, FRESH, "a"), t(2, FRESH, "b")],             {},                   {},                 2),
+    ([t(1, BACKFILL, "a"), t(2, BACKFILL, "b")],       {"a": 2.0, "b": 1.0}, {},                 2),
+    ([t(1, BACKFILL, "a"), t(2, BACKFILL, "b")],       {"a": 2.0, "b": 1.0}, {"a": 3.0},         1),
+    ([t(1, BACKFILL, "a"), t(2, BACKFILL, "b", "c")],  {"a": 1.0, "b": 5.0}, {},                 2),
+    ([t(1, BACKFILL, "a"), t(2, BACKFILL, "b")],       {},                   {},                 1),
+    ([],                                               {},                   {},                 None),
+]
+
+
+@pytest.mark.parametrize("waiting, served, weights, expected", PICKS)
+def test_pick(waiting, served, weights, expected):
+    chosen = pick(waiting, served, weights)
+    assert (chosen.seq if chosen else None) == expected
+
+
+def test_weighted_fair_queueing_shares_backfill_requests_by_weight():
+    served: dict[str, float] = {}
+    weights = {"a": 3.0, "b": 1.0}
+    counts = {"a": 0, "b": 0}
+    waiting = [t(1, BACKFILL, "a"), t(2, BACKFILL, "b")]
+    for _ in range(400):
+        chosen = pick(waiting, served, weights)
+        counts[chosen.tenants[0]] += 1
+        served = charge(served, chosen)
+    assert counts == {"a": 300, "b": 100}
+
+
+def test_fresh_requests_cost_no_backfill_share_and_a_shared_source_splits_its_cost():
+    assert charge({}, t(1, FRESH, "a")) == {}
+    assert charge({"a": 1.0}, t(1, BACKFILL, "a", "b")) == {"a": 1.5, "b": 0.5}
+
+
+def test_a_tenant_back_from_idle_saves_no_credit():
+    served = rebase({"a": 50.0, "b": 0.0}, {"a": 1.0, "b": 2.0}, waiting={"a"}, newcomers={"b"})
+    assert served == {"a": 50.0, "b": 100.0}
+
+
+def test_demand_counts_sources_per_tenant_and_lane():
+    fresh, backfill = demand([t(1, FRESH, "a"), t(2, BACKFILL, "a", "b"), t(3, BACKFILL, "b")])
+    assert fresh == {"a": 1} and backfill == {"a": 1, "b": 2}
