@@ -15,22 +15,22 @@ def budget(*windows, paused_until=None):
 
 
 GATES = [
-    # name,                         budget,                      local,                          now,   granted, wait_s,  reason part
-    ("no budget",                    None,                        Local(),                        130.0, False, math.inf, "upstream budget of h"),
-    ("no window",                    budget(),                    Local(),                        130.0, False, math.inf, "upstream budget of h"),
-    ("before the window",            budget(W1),                  Local(),                        99.0, False, 1.5, "next upstream window"),
-    ("inside the skew margin",       budget(W1),                  Local(),                        100.2, False, 0.3, "next upstream window"),
-    ("open",                         budget(W1),                  Local(),                        130.0, True, math.inf, None),
-    ("too close to the end",         budget(W1),                  Local(),                        159.2, False, math.inf, "budget"),
-    ("after the window",             budget(W1),                  Local(),                        170.0, False, math.inf, "budget"),
-    ("slot taken",                   budget(W1),                  Local(in_flight=1),             130.0, False, math.inf, "slot(s) of h busy"),
-    ("slot cooling after slow",      budget(W1),                  Local(cooling=(133.0,)),        130.0, False, 3.0, "busy"),
-    ("cooling over",                 budget(W1),                  Local(cooling=(129.0,)),        130.0, True, math.inf, None),
-    ("rate: too soon",               budget(W1),                  Local(last_start=129.8),        130.0, False, 0.3, "request rate"),
-    ("rate: spaced enough",          budget(W1),                  Local(last_start=129.5),        130.0, True, math.inf, None),
-    ("own pause (429)",              budget(W1),                  Local(paused_until=140.0),      130.0, False, 10.0, "paused"),
-    ("hub pause, read with skew",    budget(W1, paused_until=135.0), Local(),                     130.0, False, 5.5, "paused"),
-    ("credentials refused",          budget(W1),                  Local(auth_error="Wrong pass"), 130.0, False, math.inf, "Wrong pass"),
+    # name, budget, local, now, granted, wait_s, a part of the reason
+    ("no budget", None, Local(), 130.0, False, math.inf, "upstream budget of h"),
+    ("no window", budget(), Local(), 130.0, False, math.inf, "upstream budget of h"),
+    ("before the window", budget(W1), Local(), 99.0, False, 1.5, "next upstream window"),
+    ("inside the skew margin", budget(W1), Local(), 100.2, False, 0.3, "next upstream window"),
+    ("open", budget(W1), Local(), 130.0, True, math.inf, None),
+    ("too close to the end", budget(W1), Local(), 159.2, False, math.inf, "budget"),
+    ("after the window", budget(W1), Local(), 170.0, False, math.inf, "budget"),
+    ("slot taken", budget(W1), Local(in_flight=1), 130.0, False, math.inf, "slot(s) of h busy"),
+    ("slot cooling after slow", budget(W1), Local(cooling=(133.0,)), 130.0, False, 3.0, "busy"),
+    ("cooling over", budget(W1), Local(cooling=(129.0,)), 130.0, True, math.inf, None),
+    ("rate: too soon", budget(W1), Local(last_start=129.8), 130.0, False, 0.3, "request rate"),
+    ("rate: spaced enough", budget(W1), Local(last_start=129.5), 130.0, True, math.inf, None),
+    ("own pause (429)", budget(W1), Local(paused_until=140.0), 130.0, False, 10.0, "paused"),
+    ("hub pause, read with skew", budget(W1, paused_until=135.0), Local(), 130.0, False, 5.5, "paused"),
+    ("credentials refused", budget(W1), Local(auth_error="Wrong pass"), 130.0, False, math.inf, "Wrong pass"),
 ]
 
 
