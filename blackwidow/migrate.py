@@ -5,13 +5,21 @@ from alembic import command
 from alembic.config import Config
 
 from blackwidow.db import make_engine
+from shared.package_data import package_path
 
-MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "sql" / "migrations"
+# A wheel installs sql/migrations/ as the package blackwidow.migrations (pyproject.toml, package-dir).
+INSTALLED_DIR = "migrations"
+CHECKOUT_DIR = "sql/migrations"
+
+
+def migrations_dir() -> Path:
+    """alembic's script directory: the installed package's copy, else the checkout's sql/migrations/."""
+    return package_path("blackwidow", INSTALLED_DIR, CHECKOUT_DIR)
 
 
 def alembic_config(database_url: str) -> Config:
     cfg = Config()
-    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    cfg.set_main_option("script_location", str(migrations_dir()))
     # Passed as an attribute, not an ini option: configparser would choke on '%' in passwords.
     cfg.attributes["database_url"] = database_url
     return cfg

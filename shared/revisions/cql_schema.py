@@ -8,7 +8,12 @@ import re
 from pathlib import Path
 from typing import Mapping
 
-SCHEMA_PATH = Path(__file__).resolve().parents[2] / "cassandra" / "schema.cql"
+from shared.package_data import package_path
+
+# A wheel installs cassandra/ as the package shared.revisions.cql (pyproject.toml, package-dir).
+INSTALLED_SCHEMA = "cql/schema.cql"
+CHECKOUT_SCHEMA = "cassandra/schema.cql"
+SCHEMA_PATH = package_path("shared.revisions", INSTALLED_SCHEMA, CHECKOUT_SCHEMA)
 DDL_TIMEOUT_S = 60.0
 _KEYSPACE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,47}$")
 _CREATE_KEYSPACE = re.compile(
