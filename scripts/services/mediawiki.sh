@@ -3,15 +3,22 @@
 # up: install packages if missing; build and seed the wiki once per generator version+seed; start the server.
 # The seed is the generator's dump (importDump.php) plus its change tags (tools/wikitags, through the API).
 # A second `up` only (re)starts the server. down: stop the server's process group. status: 0 iff answering.
+# rebuild: build the wiki again from scratch, then start it.
 # BW_MW_DIR and BW_MW_GENERATOR (a module with wikigen's command line) build another wiki elsewhere (benchmarks).
+# Sourced by mediawiki-writable.sh, which sets the MW_* variables below and overrides the hooks
+# (generate_seed, want_stamp, needs_build, extra_settings, after_seed) for the writable wiki.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
-PORT=${BW_MW_PORT:-8780}
+# shellcheck source=common.sh
+source "$ROOT/scripts/services/common.sh"
+PORT=${MW_PORT:-${BW_MW_PORT:-8780}}
 SEED=${BW_MW_SEED:-1}
 PY=${PYTHON:-python3}
-DIR=${BW_MW_DIR:-$ROOT/.run/mediawiki}
+DIR=${MW_DIR:-${BW_MW_DIR:-$ROOT/.run/mediawiki}}
 GEN=${BW_MW_GENERATOR:-tools.wikigen}
+DBNAME=${MW_DBNAME:-my_wiki}    # also the cookie prefix: two wikis on 127.0.0.1 must not share cookies
+SITENAME=${MW_SITENAME:-BlackWidow Test Wiki}
 WIKI=$DIR/wiki          # LocalSettings.php + data/ (SQLite); rebuilt from scratch when the stamp differs
 SEEDDIR=$DIR/seed       # dump.xml, users.txt, expected.json.gz (read by the tests)
 STAMP=$WIKI/seeded
@@ -20,27 +27,19 @@ MWCODE=/usr/share/mediawiki
 API=http://127.0.0.1:$PORT/api.php
 ADMIN_PASS='AdminPass-12345'   # install.php rejects short or common passwords
 
-log() { echo "mediawiki: $*"; }
-now() { date +%s.%N; }
-since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+NAME=${MW_NAME:-mediawiki}      # log prefix
+
+log() { echo "$NAME: $*"; }
 
 install_packages() {
-  if [ -f "$MWCODE/maintenance/importDump.php" ] && php -m 2>/dev/null | grep -qx pdo_sqlite; then
+  # grep reads all of php -m: with -q it would exit early and fail the pipe (pipefail)
+  if [ -f "$MWCODE/maintenance/importDump.php" ] && php -m 2>/dev/null | grep -x pdo_sqlite >/dev/null; then
     return
   fi
   log "installing Debian packages (mediawiki php-sqlite3 php-cli)"
-  local t0 guard=""
+  local t0
   t0=$(now)
-  # mediawiki depends on apache2; keep it from starting on :80 (nothing of ours listens beyond 127.0.0.1).
-  if [ ! -e /usr/sbin/policy-rc.d ]; then
-    guard=/usr/sbin/policy-rc.d
-    printf '#!/bin/sh\nexit 101\n' >"$guard" && chmod +x "$guard"
-    trap 'rm -f /usr/sbin/policy-rc.d' EXIT
-  fi
-  apt-get -o DPkg::Lock::Timeout=600 update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends \
-    mediawiki php-sqlite3 php-cli >/dev/null
-  if [ -n "$guard" ]; then rm -f "$guard"; trap - EXIT; fi
+  apt_install mediawiki php-sqlite3 php-cli
   log "packages installed in $(since "$t0") s"
 }
 
@@ -78,13 +77,18 @@ stop_server() {
   rm -f "$PIDFILE"
 }
 
+# --- hooks (mediawiki-writable.sh overrides them) ---
 want_stamp() { echo "wikigen=$("$PY" -m "$GEN" --version) seed=$SEED port=$PORT"; }
+needs_build() { [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$(want_stamp)" ]; }
+generate_seed() { "$PY" -m "$GEN" --out "$SEEDDIR" --seed "$SEED"; }
+extra_settings() { :; }         # prints more LocalSettings.php lines
+after_seed() { apply_tags; }    # runs with the server up; a failure leaves no stamp
 
 build_wiki() {
   local t0 t1 n_users created revs code
   log "building the wiki in $WIKI ($(want_stamp))"
   t0=$(now)
-  "$PY" -m "$GEN" --out "$SEEDDIR" --seed "$SEED" | sed 's/^/mediawiki: /'
+  generate_seed | sed "s/^/$NAME: /"
   log "generated in $(since "$t0") s"
 
   # install.php refuses an existing LocalSettings.php or SQLite tables: always a fresh directory
@@ -92,9 +96,9 @@ build_wiki() {
   mkdir -p "$WIKI/data"
   t1=$(now)
   env -u MW_CONFIG_FILE php "$MWCODE/maintenance/install.php" \
-    --dbtype=sqlite --dbpath="$WIKI/data" --dbname=my_wiki --confpath="$WIKI" \
+    --dbtype=sqlite --dbpath="$WIKI/data" --dbname="$DBNAME" --confpath="$WIKI" \
     --server="http://127.0.0.1:$PORT" --scriptpath="" --lang=en \
-    --pass="$ADMIN_PASS" "BlackWidow Test Wiki" Admin >"$DIR/install.log" 2>&1 \
+    --pass="$ADMIN_PASS" "$SITENAME" Admin >"$DIR/install.log" 2>&1 \
     || { tail -20 "$DIR/install.log"; exit 1; }
   cat >>"$WIKI/LocalSettings.php" <<PHPEOF
 
@@ -114,6 +118,7 @@ build_wiki() {
 \$wgGroupPermissions['sysop']['deleterevision'] = true;
 \$wgShowExceptionDetails = true;
 PHPEOF
+  extra_settings >>"$WIKI/LocalSettings.php"
   log "installed in $(since "$t1") s"
 
   # The importer keeps a contributor's name only if the account exists locally.
@@ -138,9 +143,9 @@ PHPEOF
   # Tags go through the API as Admin, so the server runs before the stamp: a failure leaves no stamp
   # and the next `up` rebuilds.
   start_server
-  if ! apply_tags; then
+  if ! after_seed; then
     stop_server
-    log "tagging failed"; exit 1
+    log "seeding through the API failed"; exit 1
   fi
   want_stamp >"$STAMP"
   log "wiki built in $(since "$t0") s"
@@ -150,7 +155,7 @@ apply_tags() {
   local t1
   t1=$(now)
   BW_MW_ADMIN_PASSWORD="$ADMIN_PASS" "$PY" -m tools.wikitags --api "$API" --expected "$SEEDDIR/expected.json.gz" \
-    | sed 's/^/mediawiki: /' || return 1
+    | sed "s/^/$NAME: /" || return 1
   log "tags applied in $(since "$t1") s"
 }
 
@@ -181,7 +186,7 @@ up() {
   mkdir -p "$DIR"
   exec 9>"$DIR/.lock"
   flock 9
-  if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$(want_stamp)" ]; then
+  if needs_build; then
     stop_server
     build_wiki
   fi
@@ -205,9 +210,23 @@ status() {
   fi
 }
 
-case "${1:-}" in
-  up) up ;;
-  down) down ;;
-  status) status ;;
-  *) echo "usage: $0 up|down|status" >&2; exit 2 ;;
-esac
+rebuild() {
+  mkdir -p "$DIR"
+  rm -f "$STAMP"
+  up
+}
+
+main() {
+  case "${1:-}" in
+    up) up ;;
+    down) down ;;
+    status) status ;;
+    rebuild) rebuild ;;
+    *) echo "usage: $0 up|down|status|rebuild" >&2; exit 2 ;;
+  esac
+}
+
+# sourced by mediawiki-writable.sh: functions only
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+  main "$@"
+fi
