@@ -11,10 +11,12 @@ import uuid
 
 from shared.hashing import node_id_for
 from shared.wire import Poll, RegistrationAck, StatusReport, SubscriptionSpec, SubscriptionStatus
+from spawn.health import Attachment, SpawnHealth, spawn_health
 from spawn.host_limiter import Backoff
-from spawn.hub_client import HubClient, HubError
+from spawn.hub_client import HubClient, HubError, HubRejected, HubUnreachable
 from spawn.metrics import SpawnMetrics
 from spawn.registry import Registry
+from spawn.upstream_budget import UpstreamBudgets
 from spawn.watchdog import DetachWatchdog
 
 logger = logging.getLogger(__name__)
@@ -28,8 +30,9 @@ def load_figure(counts: dict) -> int:
 class Node:
     def __init__(self, registry: Registry, hub: HubClient, *, advertise_url: str, detach_after_s: float,
                  metrics: SpawnMetrics | None = None, backoff: Backoff | None = None, clock=time.monotonic,
-                 wait=None):
+                 wait=None, budgets: UpstreamBudgets | None = None):
         self.registry = registry
+        self.budgets = budgets          # upstream budgets per wiki identity (None: no identity pacing)
         self.hub = hub
         self.advertise_url = advertise_url.rstrip("/")
         self.node_id = node_id_for(self.advertise_url)
@@ -37,6 +40,8 @@ class Node:
         self.backoff = backoff or Backoff(base_s=0.5, cap_s=30.0)
         self.boot_id = uuid.uuid4().hex
         self.attached = False
+        self.detached = False                                 # since hub silence, until registered again
+        self._registration_failure: HubError | None = None    # the last attempt's, until one succeeds
         self.poll_interval_s: float | None = None
         self.watchdog = DetachWatchdog(detach_after_s, self.detach, clock=clock)
         self._stop = threading.Event()
@@ -59,6 +64,8 @@ class Node:
             if poll.node_id != self.node_id:
                 logger.warning("node.poll_for_other_id", extra={"expected": self.node_id, "got": poll.node_id})
             self.registry.apply_leases(poll.leases)
+            if self.budgets is not None:
+                self.budgets.apply(poll.budgets)
             self.registry.poll(poll.assigned)
         return self.report()
 
@@ -76,15 +83,28 @@ class Node:
         counts = self.registry.counts()
         self.metrics.subscribers.set(counts["subscribers"])
         self.metrics.sources.set(counts["sources"])
-        self.metrics.load.set(load_figure(counts))
+        load = self._health(counts).load
+        self.metrics.load.set(float("nan") if load is None else load)     # unknown outside the cluster, not 0
         return StatusReport(node_id=self.node_id, boot_id=self.boot_id, attached=self.attached,
-                            subscriptions=subs, sources=counts["sources"])
+                            subscriptions=subs, sources=counts["sources"],
+                            identities=self.budgets.report() if self.budgets is not None else {})
+
+    def attachment(self) -> Attachment:
+        failure = self._registration_failure
+        return Attachment(registered=not self.registration_pending, attached=self.attached, detached=self.detached,
+                          failed_status=failure.status if isinstance(failure, HubRejected) else None,
+                          unreachable=isinstance(failure, HubUnreachable))
 
     def health(self) -> dict:
+        """GET /health's body; `status` is "ok" only while registered and hearing from the hub."""
         counts = self.registry.counts()
-        return {"status": "ok", "node_id": self.node_id, "attached": self.attached,
-                "state": "attached" if self.attached else "detached", **counts,
-                "load": load_figure(counts)}
+        health = self._health(counts)
+        body = {"status": "ok" if health.healthy else "unavailable", "node_id": self.node_id,
+                "attached": self.attached, "state": health.state, **counts, "load": health.load}
+        return body if health.reason is None else {**body, "reason": health.reason}
+
+    def _health(self, counts: dict) -> SpawnHealth:
+        return spawn_health(self.attachment(), load_figure(counts), self.watchdog.timeout_s)
 
     # -- detach and registration -------------------------------------------------------------
     def detach(self) -> None:
@@ -95,6 +115,7 @@ class Node:
         self.attached = False
         self.metrics.attached.set(0)
         self.metrics.detaches.inc()
+        self.detached = True
         self.boot_id = uuid.uuid4().hex
         self._need_register.set()
 
@@ -110,6 +131,8 @@ class Node:
         self.poll_interval_s = ack.poll_interval_s
         self.watchdog.timeout_s = ack.detach_after_s
         self.registry.orphan_after_s = ack.orphan_after_s
+        self._registration_failure = None
+        self.detached = False
         self._need_register.clear()
         self.contact()
         logger.info("node.registered", extra={"node_id": ack.id, "hub": self.hub.hub_url})
@@ -126,6 +149,7 @@ class Node:
                 self.register_once()
                 return True
             except HubError as exc:
+                self._registration_failure = exc
                 delay = self.backoff.delay(attempt)
                 attempt += 1
                 logger.warning("node.register_failed", extra={"error": str(exc), "retry_in_s": round(delay, 2)})

@@ -1,4 +1,5 @@
-"""GET /health (load balancers, autoscaling) and GET /metrics (Prometheus). No auth, no secrets."""
+"""GET /health (load balancers, autoscaling): 503 unless registered and hearing from the hub; GET /metrics
+(Prometheus). No auth, no secrets."""
 import falcon
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
@@ -12,7 +13,10 @@ class HealthResource:
         self.node = node
 
     def on_get(self, req, resp) -> None:
-        resp.media = self.node.health()
+        body = self.node.health()
+        if body["status"] != "ok":         # detached, registering or refused (spawn/health.py)
+            resp.status = falcon.HTTP_503
+        resp.media = body
 
 
 class MetricsResource:

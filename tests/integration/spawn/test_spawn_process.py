@@ -2,6 +2,7 @@
 import time
 
 import pytest
+import requests
 
 from shared.hashing import wiki_key
 from tests.integration.spawn.conftest import SECRET
@@ -81,6 +82,27 @@ def test_kill_9_mid_harvest_then_restart_resumes_without_refetching_or_duplicate
     assert second.metric("bw_spawn_revisions_written_total") == n - at_kill
 
 
+def test_health_is_503_until_the_hub_accepts_the_registration(tmp_path, mediawiki, keyspace):
+    hub = StubHub(SECRET)
+    hub.status = 403                                          # refused, as a quarantined node is
+    node = SpawnProcess(hub.url, {"BW_NODE_SECRET": SECRET, **base_env(mediawiki, keyspace, tmp_path)},
+                        tmp_path / "refused.log")
+    try:
+        def health() -> tuple[int, str] | None:
+            try:
+                resp = requests.get(f"{node.url}/health", timeout=1)
+            except requests.RequestException:
+                return None
+            return resp.status_code, resp.json()["state"]
+        wait_for(lambda: health() == (503, "refused"), 90, "a refused registration on /health")
+        assert requests.get(f"{node.url}/health", timeout=5).json()["load"] is None
+        hub.status = 200
+        wait_for(lambda: health() == (200, "attached"), 90, "registration accepted")
+    finally:
+        node.stop()
+        hub.close()
+
+
 def test_detach_after_hub_silence_stops_writing_then_registers_again(spawns, store, mediawiki, keyspace, tmp_path):
     hub = StubHub(SECRET, detach_after_s=2.0)
     try:
@@ -96,13 +118,16 @@ def test_detach_after_hub_silence_stops_writing_then_registers_again(spawns, sto
         assert stored_count(store, mediawiki, page_id) > 0
         wait_for(lambda: not node.health()["attached"], 10, "the detach")
         detach_delay = time.monotonic() - silent_since
-        health = node.health()
-        assert health["subscribers"] == 0 and health["sources"] == 0
+        health = requests.get(f"{node.url}/health", timeout=5)
+        assert health.status_code == 503 and health.json()["state"] == "detached"
+        assert health.json()["subscribers"] == 0 and health.json()["sources"] == 0
+        assert health.json()["load"] is None                  # unknown, not an idle 0 that invites scale-in
         frozen = stored_count(store, mediawiki, page_id)
         wait_for(lambda: sum(1 for _, s, _ in hub.registrations if s == 503) >= 2, 15, "re-registration attempts")
         assert stored_count(store, mediawiki, page_id) == frozen, "a detached node must not write"
         hub.status = 200
         wait_for(lambda: hub.ok_registrations() == 2 and node.health()["attached"], 30, "registration again")
+        assert requests.get(f"{node.url}/health", timeout=5).status_code == 200
         assert node.metric("bw_spawn_detaches_total") == 1
         attempts = [t for t, s, _ in hub.registrations if s == 503]
         gaps = [b - a for a, b in zip(attempts, attempts[1:])]
