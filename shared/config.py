@@ -31,6 +31,16 @@ def _non_negative_float(text: str) -> float:
     return value
 
 
+CONSISTENCY_LEVELS = ("ONE", "TWO", "THREE", "QUORUM", "ALL", "LOCAL_QUORUM", "EACH_QUORUM", "LOCAL_ONE")
+
+
+def _consistency(text: str) -> str:
+    name = text.strip().upper()
+    if name not in CONSISTENCY_LEVELS:
+        raise ValueError(f"not a consistency level ({', '.join(CONSISTENCY_LEVELS)}): {text!r}")
+    return name
+
+
 def get(env: Mapping[str, str], key: str, cast: Callable = str, default=_MISSING):
     raw = env.get(key)
     if raw is None or raw == "":
@@ -63,6 +73,10 @@ class CommonConfig:
     cassandra_hosts: tuple[str, ...]      # empty => the embedded SQLite revision store
     cassandra_keyspace: str
     cassandra_port: int
+    # levels of the revision store's writes and reads (the writer's own count reads use the write
+    # level); the defaults survive one replica down at RF 3 and read what a quorum wrote
+    cassandra_write_consistency: str
+    cassandra_read_consistency: str
     revisions_sqlite: str
     # how far any node's wall clock may be from the hub's: upstream budget windows are shrunk by it
     # at both ends on the spawn (shared.hub_clock), and the hub leaves 2x it between two holders of a slot
@@ -79,6 +93,8 @@ def common_from_env(env: Mapping[str, str]) -> dict:
         cassandra_hosts=get(env, "BW_CASSANDRA_HOSTS", _list, ()),
         cassandra_keyspace=get(env, "BW_CASSANDRA_KEYSPACE", str, "blackwidow"),
         cassandra_port=get(env, "BW_CASSANDRA_PORT", int, 9042),
+        cassandra_write_consistency=get(env, "BW_CASSANDRA_WRITE_CONSISTENCY", _consistency, "LOCAL_QUORUM"),
+        cassandra_read_consistency=get(env, "BW_CASSANDRA_READ_CONSISTENCY", _consistency, "LOCAL_QUORUM"),
         revisions_sqlite=get(env, "BW_REVISIONS_SQLITE", str, os.path.join(data_dir, "revisions.db")),
         max_clock_skew_s=get(env, "BW_MAX_CLOCK_SKEW_S", _non_negative_float, 0.5),
     )

@@ -1,5 +1,13 @@
 """RevisionStore on Cassandra (tables in cassandra/schema.cql): prepared, idempotent statements run
-concurrently at LOCAL_QUORUM; a page's latest pointer is written only after all its rows."""
+concurrently at a configurable level (LOCAL_QUORUM by default, for writes and reads); a page's latest
+pointer is written only after all its rows. Texts are stored history-native (shared/revisions/cql_text.py).
+
+The per-month and per-page revision counts are exact with concurrent writers of one page: each cell
+is written with USING TIMESTAMP = the count itself, so the largest count wins whatever the order of
+arrival. Counts only grow (revision rows are never deleted), and the writer that counts last (each
+writer counts at quorum after its own rows are acknowledged at quorum) sees every row, so the largest
+count is the true one; the page's total is summed from page_months after the writer's own month
+counts are acknowledged, by the same argument."""
 import logging
 import struct
 import threading
@@ -14,9 +22,10 @@ from cassandra.connection import ConnectionException
 from cassandra.policies import DCAwareRoundRobinPolicy, TokenAwarePolicy
 
 from shared.revisions.cql_batches import batched, unlogged
+from shared.revisions.cql_text import TEXT_CQL, TextWriter, read_text, remove_text
 from shared.revisions.derived import (
-    CONTENT_CODEC, EARLIEST, LATEST, compress_text, day_of, day_shard, decompress_text, missing_parents,
-    month_of, newest, one_page, pointer_timestamp_us, size_deltas, utc)
+    EARLIEST, LATEST, day_of, day_shard, first_month_timestamp, missing_parents, month_of, newest, one_page,
+    pointer_timestamp_us, size_deltas, utc)
 from shared.revisions.model import PageState, ResumePoint, Revision
 from shared.revisions.store import StoreError
 
@@ -43,42 +52,65 @@ _CQL = {
               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     "by_tag": "INSERT INTO {ks}.revisions_by_tag (wiki, tag, month, rev_ts, rev_id, page_id, title, "
               "user_text, anon, size, size_delta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-    "content": "INSERT INTO {ks}.revision_content (wiki, rev_id, page_id, content_model, codec, body, sha1) "
-               "VALUES (?, ?, ?, ?, ?, ?, ?)",
     "title": "INSERT INTO {ks}.pages_by_title (wiki, title, page_id, ns) VALUES (?, ?, ?, ?) "
              "USING TIMESTAMP ?",
     "parent_size": "SELECT size FROM {ks}.revisions_by_id WHERE wiki = ? AND rev_id = ?",
     "count_month": "SELECT COUNT(*) FROM {ks}.revisions_by_page WHERE wiki = ? AND page_id = ? AND month = ?",
-    "page_month": "INSERT INTO {ks}.page_months (wiki, page_id, month, revisions) VALUES (?, ?, ?, ?)",
+    "page_month": "INSERT INTO {ks}.page_months (wiki, page_id, month, revisions) VALUES (?, ?, ?, ?) "
+                  "USING TIMESTAMP ?",
     "months": "SELECT month, revisions FROM {ks}.page_months WHERE wiki = ? AND page_id = ?",
-    "page_stats": "UPDATE {ks}.pages SET first_month = ?, revisions = ? WHERE wiki = ? AND page_id = ?",
+    "page_total": "UPDATE {ks}.pages USING TIMESTAMP ? SET revisions = ? WHERE wiki = ? AND page_id = ?",
+    "page_first": "UPDATE {ks}.pages USING TIMESTAMP ? SET first_month = ? WHERE wiki = ? AND page_id = ?",
     "page_latest": "UPDATE {ks}.pages USING TIMESTAMP ? SET ns = ?, title = ?, latest_rev_id = ?, "
                    "latest_rev_ts = ?, latest_size = ? WHERE wiki = ? AND page_id = ?",
     "page": "SELECT title, latest_rev_id, latest_rev_ts, revisions FROM {ks}.pages "
             "WHERE wiki = ? AND page_id = ?",
     "history": "SELECT " + _REVISION_COLUMNS + " FROM {ks}.revisions_by_page "
                "WHERE wiki = ? AND page_id = ? AND month = ? AND rev_ts >= ? AND rev_ts <= ?",
-    "get_content": "SELECT codec, body FROM {ks}.revision_content WHERE wiki = ? AND rev_id = ?",
     "all_pages": "SELECT DISTINCT wiki, page_id FROM {ks}.page_months",
     "page_id": "SELECT page_id FROM {ks}.pages_by_title WHERE wiki = ? AND title = ?",
+    # revision deletion (hide_revision_fields)
+    "where": "SELECT page_id, rev_ts FROM {ks}.revisions_by_id WHERE wiki = ? AND rev_id = ?",
+    "row": "SELECT user_text, tags FROM {ks}.revisions_by_page "
+           "WHERE wiki = ? AND page_id = ? AND month = ? AND rev_ts = ? AND rev_id = ?",
+    "hide_text": "UPDATE {ks}.revisions_by_page SET text_hidden = true "
+                 "WHERE wiki = ? AND page_id = ? AND month = ? AND rev_ts = ? AND rev_id = ?",
+    "hide_comment": "UPDATE {ks}.revisions_by_page SET comment = null, comment_hidden = true "
+                    "WHERE wiki = ? AND page_id = ? AND month = ? AND rev_ts = ? AND rev_id = ?",
+    "hide_user_comment": "UPDATE {ks}.revisions_by_user SET comment = null "
+                         "WHERE wiki = ? AND user_text = ? AND month = ? AND rev_ts = ? AND rev_id = ?",
+    "hide_user": "UPDATE {ks}.revisions_by_page SET user_text = null, user_id = null, user_hidden = true "
+                 "WHERE wiki = ? AND page_id = ? AND month = ? AND rev_ts = ? AND rev_id = ?",
+    "hide_user_row": "DELETE FROM {ks}.revisions_by_user "
+                     "WHERE wiki = ? AND user_text = ? AND month = ? AND rev_ts = ? AND rev_id = ?",
+    "hide_user_day": "UPDATE {ks}.revisions_by_day SET user_text = null "
+                     "WHERE wiki = ? AND day = ? AND shard = ? AND rev_ts = ? AND rev_id = ?",
+    "hide_user_tag": "UPDATE {ks}.revisions_by_tag SET user_text = null "
+                     "WHERE wiki = ? AND tag = ? AND month = ? AND rev_ts = ? AND rev_id = ?",
+    **TEXT_CQL,
 }
+READ_PROFILE = "read"
 
 
 def cluster_for(hosts: Sequence[str], port: int = 9042, *, local_dc: str | None = None,
-                schema_event_refresh_window: float = 2.0, request_timeout: float = 20.0) -> Cluster:
-    """A Cluster whose default profile is token-aware, local-DC and LOCAL_QUORUM (reads and writes,
-    so RF 3 reads its own writes). A short schema_event_refresh_window suits tests that create
-    keyspaces; the driver's 2 s debounce suits production."""
-    profile = ExecutionProfile(
-        load_balancing_policy=TokenAwarePolicy(DCAwareRoundRobinPolicy(local_dc=local_dc or "")),
-        consistency_level=ConsistencyLevel.LOCAL_QUORUM,
-        serial_consistency_level=ConsistencyLevel.LOCAL_SERIAL,
-        request_timeout=request_timeout,
-    )
+                schema_event_refresh_window: float = 2.0, request_timeout: float = 20.0,
+                write_consistency: str = "LOCAL_QUORUM", read_consistency: str = "LOCAL_QUORUM") -> Cluster:
+    """A Cluster whose profiles are token-aware and local-DC: the default one (writes) and READ_PROFILE
+    (the store's reads), both LOCAL_QUORUM unless told otherwise, so RF 3 survives one node down and
+    reads its own writes. A short schema_event_refresh_window suits tests that create keyspaces; the
+    driver's 2 s debounce suits production."""
+    def profile(level: str) -> ExecutionProfile:
+        return ExecutionProfile(
+            load_balancing_policy=TokenAwarePolicy(DCAwareRoundRobinPolicy(local_dc=local_dc or "")),
+            consistency_level=ConsistencyLevel.name_to_value[level],
+            serial_consistency_level=ConsistencyLevel.LOCAL_SERIAL,
+            request_timeout=request_timeout,
+        )
     # protocol v5 (Cassandra >= 4.0) pinned: negotiating down from the driver's DSE versions costs two
     # failed handshakes and a warning per connection
     return Cluster(list(hosts), port=port, protocol_version=ProtocolVersion.V5,
-                   execution_profiles={EXEC_PROFILE_DEFAULT: profile},
+                   execution_profiles={EXEC_PROFILE_DEFAULT: profile(write_consistency),
+                                       READ_PROFILE: profile(read_consistency)},
                    schema_event_refresh_window=schema_event_refresh_window)
 
 
@@ -110,9 +142,13 @@ class CassandraRevisionStore:
         self._ps = {}
         for name, cql in _CQL.items():
             statement = session.prepare(cql.format(ks=keyspace))
-            # every write is an upsert of the same cells, so retries and speculative runs are safe
+            # every write is an upsert of the same cells (a set add or remove of the same element),
+            # so retries and speculative runs are safe
             statement.is_idempotent = True
             self._ps[name] = statement
+        self._read_profile = READ_PROFILE if READ_PROFILE in session.cluster.profile_manager.profiles \
+            else EXEC_PROFILE_DEFAULT
+        self._texts = TextWriter(self._ps, self._run)
 
     # -- writing -------------------------------------------------------------------------------
 
@@ -132,30 +168,43 @@ class CassandraRevisionStore:
         latest = newest(revisions)
         latest_us = pointer_timestamp_us(latest)
 
+        bodies, pointers = self._texts.prepare(wiki, page_id, revisions)
         rows = [(ps["title"], (wiki, latest.title, page_id, latest.ns, latest_us))]
         for r in revisions:
             rows += self._row_statements(r, deltas[r.rev_id])
         try:
-            requests = batched(rows, self._replicas)
+            text_requests = batched(bodies, self._replicas)
+            requests = batched(rows + pointers, self._replicas)
         except (TypeError, ValueError, struct.error) as exc:    # a value or key the driver cannot serialize
+            self._texts.forget(wiki, page_id)
             raise StoreError(f"revisions of {wiki} page {page_id} cannot be stored: {exc}") from exc
-        self._run(requests)
-
-        # Revision rows are durable: count the months they fell in (the other months' counts are
-        # read meanwhile), then write the counts, the page's totals and, last, the pointer that
-        # resume_point() reads. page_months and pages share the partition key (wiki, page_id), so
-        # that batch is one mutation, applied as a whole: counts and pointer land together.
-        months = sorted({month_of(r.timestamp) for r in revisions})
-        *counts, stored = self._run([(ps["count_month"], (wiki, page_id, m)) for m in months]
-                                    + [(ps["months"], (wiki, page_id))])
-        per_month = {row.month: row.revisions for row in stored}
-        per_month.update((m, rows.one()[0]) for m, rows in zip(months, counts))
-        commit = [(ps["page_month"], (wiki, page_id, m, per_month[m])) for m in months]
-        commit += [(ps["page_stats"], (min(per_month), sum(per_month.values()), wiki, page_id)),
-                   (ps["page_latest"], (latest_us, latest.ns, latest.title, latest.rev_id,
-                                        utc(latest.timestamp), latest.size, wiki, page_id))]
-        self._session.execute(unlogged(commit))
+        try:
+            self._run(text_requests)            # bodies first: nothing may point at a missing blob
+            self._run(requests)
+        except StoreError:
+            self._texts.forget(wiki, page_id)
+            raise
+        self._commit(wiki, page_id, revisions, latest, latest_us)
         self._remember_size(wiki, latest)
+
+    def _commit(self, wiki: str, page_id: int, revisions: Sequence[Revision], latest: Revision,
+                latest_us: int) -> None:
+        """Revision rows are durable: count the months they fell in and write each count with itself as
+        the write timestamp (the largest count wins); once those are acknowledged, read every month's
+        count, then write the page's total (same rule), its first month (the smallest wins) and, last,
+        the pointer that resume_point() reads."""
+        ps = self._ps
+        months = sorted({month_of(r.timestamp) for r in revisions})
+        counts = self._run([(ps["count_month"], (wiki, page_id, m)) for m in months])
+        per_month = {m: rows.one()[0] for m, rows in zip(months, counts)}
+        self._session.execute(unlogged([(ps["page_month"], (wiki, page_id, m, n, n)) for m, n in per_month.items()]))
+        stored = {row.month: row.revisions for row in self._run([(ps["months"], (wiki, page_id))])[0]}
+        total, first = sum(stored.values()), min(stored)
+        self._session.execute(unlogged([
+            (ps["page_total"], (total, total, wiki, page_id)),
+            (ps["page_first"], (first_month_timestamp(first), first, wiki, page_id)),
+            (ps["page_latest"], (latest_us, latest.ns, latest.title, latest.rev_id, utc(latest.timestamp),
+                                 latest.size, wiki, page_id))]))
 
     def _parent_sizes(self, wiki: str, parents: set[int]) -> dict[int, int]:
         """Sizes of parent revisions stored by earlier writes: remembered for each page's newest
@@ -195,9 +244,6 @@ class CassandraRevisionStore:
                                         r.ns, r.title, r.minor, r.size, delta, r.comment, tags)))
         out += [(ps["by_tag"], (r.wiki, tag, month, ts, r.rev_id, r.page_id, r.title, r.user, r.anon, r.size,
                                 delta)) for tag in sorted(tags)]
-        if r.content is not None:
-            out.append((ps["content"], (r.wiki, r.rev_id, r.page_id, r.content_model, CONTENT_CODEC,
-                                        compress_text(r.content), r.sha1)))
         return out
 
     def _replicas(self, routing_key: bytes) -> tuple | None:
@@ -256,14 +302,53 @@ class CassandraRevisionStore:
         return sorted({row.wiki for row in self._read(self._ps["all_pages"], ())})
 
     def content(self, wiki: str, rev_id: int) -> str | None:
-        row = self._read(self._ps["get_content"], (wiki, rev_id)).one()
-        return None if row is None else decompress_text(row.codec, row.body)
+        """Two single-partition reads: the revision's text row, then its group's dictionary and blob."""
+        return read_text(self._ps, self._read, wiki, rev_id)
 
     def _read(self, statement, params):
         try:
-            return self._session.execute(statement, params)
+            return self._session.execute(statement, params, execution_profile=self._read_profile)
         except _DRIVER_ERRORS as exc:
             raise StoreError(f"read failed: {exc}") from exc
+
+    # -- revision deletion ---------------------------------------------------------------------
+
+    def hide_revision_fields(self, wiki: str, rev_id: int, *, text: bool = False, comment: bool = False,
+                             user: bool = False) -> bool:
+        """Remove what revision deletion hides from every table that holds it: the text (its blob too,
+        once no other revision has that text), the comment, the user (the revision leaves its user's
+        partition). False when the revision is not stored."""
+        try:
+            return self._hide(wiki, rev_id, text, comment, user)
+        except _DRIVER_ERRORS as exc:
+            raise StoreError(f"hiding fields of {wiki} revision {rev_id} failed: {exc}") from exc
+
+    def _hide(self, wiki: str, rev_id: int, text: bool, comment: bool, user: bool) -> bool:
+        ps = self._ps
+        where = self._run([(ps["where"], (wiki, rev_id))])[0].one()
+        if where is None:
+            return False
+        ts = utc(where.rev_ts)
+        key = (wiki, where.page_id, month_of(ts), ts, rev_id)
+        row = self._run([(ps["row"], key)])[0].one()
+        if row is None:
+            return False
+        statements = []
+        if text:
+            remove_text(ps, self._run, self._session.execute, wiki, rev_id)
+            statements.append((ps["hide_text"], key))
+        if comment:
+            statements.append((ps["hide_comment"], key))
+            if row.user_text is not None and not user:
+                statements.append((ps["hide_user_comment"], (wiki, row.user_text, month_of(ts), ts, rev_id)))
+        if user and row.user_text is not None:
+            statements += [(ps["hide_user"], key),
+                           (ps["hide_user_row"], (wiki, row.user_text, month_of(ts), ts, rev_id)),
+                           (ps["hide_user_day"], (wiki, day_of(ts), day_shard(rev_id), ts, rev_id))]
+            statements += [(ps["hide_user_tag"], (wiki, tag, month_of(ts), ts, rev_id))
+                           for tag in sorted(row.tags or ())]
+        self._run(statements)
+        return True
 
     def close(self) -> None:
         if self._owns_cluster:

@@ -49,6 +49,12 @@ def pointer_timestamp_us(revision: Revision) -> int:
     return int(utc(revision.timestamp).timestamp()) * 1_000_000 + revision.rev_id % 1_000_000
 
 
+def first_month_timestamp(month: int) -> int:
+    """Write timestamp of a page's first_month: larger for earlier months, so last-write-wins keeps
+    the smallest month any writer saw, whatever the order of arrival."""
+    return 1_000_000 - month
+
+
 def missing_parents(revisions: Sequence[Revision]) -> set[int]:
     """Parent ids whose size must be looked up in storage (not in this write, not a page creation)."""
     present = {r.rev_id for r in revisions}

@@ -8,6 +8,8 @@ def open_store(config: CommonConfig) -> RevisionStore:
     (python -m shared.revisions.cql_schema)."""
     if config.cassandra_hosts:
         from shared.revisions.cassandra_store import connect   # the driver loads only when used
-        return connect(config.cassandra_hosts, config.cassandra_port, config.cassandra_keyspace)
+        return connect(config.cassandra_hosts, config.cassandra_port, config.cassandra_keyspace,
+                       write_consistency=config.cassandra_write_consistency,
+                       read_consistency=config.cassandra_read_consistency)
     from shared.revisions.sqlite_store import SQLiteRevisionStore
     return SQLiteRevisionStore(config.revisions_sqlite)

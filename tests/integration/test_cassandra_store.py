@@ -1,7 +1,6 @@
 """The RevisionStore contract on the real local Cassandra, plus the query tables the analysts read."""
 import dataclasses
 import logging
-import zlib
 from datetime import timedelta
 
 import pytest
@@ -17,7 +16,8 @@ from tests.revision_store_contract import RevisionStoreContract, make_history
 pytestmark = pytest.mark.integration
 
 TABLES = {"revisions_by_page", "page_months", "pages", "pages_by_title", "revisions_by_id",
-          "revisions_by_user", "revisions_by_day", "revisions_by_tag", "revision_content"}
+          "revisions_by_user", "revisions_by_day", "revisions_by_tag", "revision_text", "text_blobs",
+          "text_sha1", "text_groups"}
 
 
 class TestCassandraRevisionStore(RevisionStoreContract):
@@ -58,7 +58,8 @@ def test_schema_has_one_table_per_query_with_time_bounded_keys(cassandra_cluster
     assert [c.name for c in tables["revisions_by_user"].partition_key] == ["wiki", "user_text", "month"]
     assert [c.name for c in tables["revisions_by_day"].partition_key] == ["wiki", "day", "shard"]
     assert [c.name for c in tables["revisions_by_tag"].partition_key] == ["wiki", "tag", "month"]
-    assert [c.name for c in tables["revision_content"].partition_key] == ["wiki", "rev_id"]
+    assert [c.name for c in tables["revision_text"].partition_key] == ["wiki", "rev_id"]
+    assert [c.name for c in tables["text_blobs"].partition_key] == ["wiki", "page_id", "grp"]
     assert [c.name for c in tables["pages"].partition_key] == ["wiki", "page_id"]
 
 
@@ -136,17 +137,6 @@ def test_a_parent_written_by_another_store_is_read_for_the_size_delta(cassandra_
     stored = [cassandra_session.execute(delta, ("parents.example.org", 4, month_of(r.timestamp), r.timestamp,
                                                 r.rev_id)).one().size_delta for r in revisions]
     assert stored == [500, 120, 120, 120, -40, 120]
-
-
-def test_content_is_stored_compressed(cassandra_session, cassandra_keyspace, cassandra_revision_store):
-    text = "== Section ==\n" + "the same sentence again. " * 500
-    revision = dataclasses.replace(make_history("content.example.org", 1, 1)[0], content=text)
-    cassandra_revision_store.write([revision])
-    row = cassandra_session.execute(cassandra_session.prepare(
-        f"SELECT codec, body FROM {cassandra_keyspace}.revision_content WHERE wiki = ? AND rev_id = ?"),
-        ("content.example.org", revision.rev_id)).one()
-    assert row.codec == "zlib" and len(row.body) < len(text) / 10
-    assert zlib.decompress(row.body).decode() == text
 
 
 def test_a_missing_keyspace_is_a_clear_error(cassandra_session):

@@ -20,7 +20,7 @@ def test_render_renames_the_keyspace_everywhere_and_sets_replication():
     assert statements[0] == ("CREATE KEYSPACE IF NOT EXISTS bw_prod WITH replication = "
                              "{'class': 'NetworkTopologyStrategy', 'eu-west': '3', 'us-east': '3'}")
     tables = statements[1:]
-    assert len(tables) == 9
+    assert len(tables) == 12
     assert all(s.startswith("CREATE TABLE IF NOT EXISTS bw_prod.") for s in tables)
     assert not any("blackwidow." in s for s in statements)
 
