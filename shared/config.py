@@ -145,6 +145,7 @@ class SpawnConfig(CommonConfig):
     revisit_min_s: float
     revisit_max_s: float
     wiki_allowlist: tuple[str, ...]     # only its exact host[:port] entries matter here: internal addresses
+    credentials_file: str | None        # wiki credentials by name (spawn.wiki_auth); None: anonymous only
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ, **overrides) -> "SpawnConfig":
@@ -164,6 +165,7 @@ class SpawnConfig(CommonConfig):
             revisit_min_s=get(env, "BW_REVISIT_MIN_S", float, 60.0),
             revisit_max_s=get(env, "BW_REVISIT_MAX_S", float, 86_400.0),
             wiki_allowlist=get(env, "BW_WIKI_ALLOWLIST", _list, DEFAULT_WIKI_ALLOWLIST),
+            credentials_file=get(env, "BW_CREDENTIALS_FILE", str, None),
         )
         values.update(overrides)
         return cls(**values)

@@ -18,6 +18,8 @@ from spawn.registry import Registry
 from spawn.resources.health import HealthResource, MetricsResource
 from spawn.resources.status import StatusResource
 from spawn.resources.subscriptions import SubscriptionsResource
+from spawn.upstream_budget import UpstreamBudgets
+from spawn.wiki_auth import WikiAuth, load_credentials
 from spawn.wiki_session import wiki_session
 from spawn.wikis import Wikis
 
@@ -38,13 +40,16 @@ def create_app(node: Node, *, secret: str) -> falcon.App:
 
 def build_node(config: SpawnConfig, *, store: RevisionStore, metrics: SpawnMetrics | None = None) -> Node:
     metrics = metrics or SpawnMetrics()
-    wikis = Wikis(config, http=wiki_session(config.user_agent, config.wiki_allowlist), store=store,
-                  metrics=metrics)
+    http = wiki_session(config.user_agent, config.wiki_allowlist)     # refuses a generic BW_USER_AGENT
+    auth = WikiAuth(load_credentials(config.credentials_file), anonymous=http,
+                    make_session=lambda: wiki_session(config.user_agent, config.wiki_allowlist))
+    budgets = UpstreamBudgets(skew_s=config.max_clock_skew_s)
+    wikis = Wikis(config, http=http, store=store, metrics=metrics, budgets=budgets, auth=auth)
     registry = Registry(wikis.make_source, orphan_after_s=config.orphan_after_s)
     hub = HubClient(make_session(config.user_agent, pool_size=2), config.hub_url, config.node_secret,
                     timeout=(5.0, 10.0))
     return Node(registry, hub, advertise_url=config.advertise_url, detach_after_s=config.detach_after_s,
-                metrics=metrics)
+                metrics=metrics, budgets=budgets)
 
 
 _lock = threading.Lock()

@@ -11,12 +11,17 @@ Exception tree (callers catch these, never requests' own):
       ├── ApiError             any other API error code: a request we should not repeat as is
       ├── PageUnavailable      missing, invalid or special title (message from the API)
       ├── AddressRefused       the wiki's host resolves to an internal address (spawn.wiki_session)
+      ├── AuthRefused          the wiki refused the identity's credentials (its reason; no retry here)
       └── Cancelled            the caller's cancel event fired while waiting
+A request of an identity-paced client (budget given) that its window's end cut short raises
+WindowClosed inside query(), which sends it again under the next window: not a wiki failure.
 Requests use formatversion=2 and errorformat=plaintext (errors come as an `errors` list).
 """
 import email.utils
 import logging
+import socket
 import threading
+import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Callable, Iterator
@@ -28,6 +33,8 @@ from shared.http import DEFAULT_TIMEOUT
 from shared.revisions.model import Revision
 from spawn import host_limiter
 from spawn.host_limiter import Backoff, HostLimiter
+from spawn.upstream_budget import Demand, IdentityBudget, Permit
+from spawn.wiki_auth import IdentityAuth, LoginRefused, WikiAuth
 from spawn.wiki_session import InternalAddress
 
 logger = logging.getLogger(__name__)
@@ -87,6 +94,14 @@ class Cancelled(MediaWikiError):
     pass
 
 
+class AuthRefused(MediaWikiError):
+    pass
+
+
+class WindowClosed(Exception):
+    """The request ran into its budget window's end and was aborted (retried, never counted)."""
+
+
 # API codes that mean "try again later" rather than "your request is wrong"
 _TEMPORARY_CODES = {"readonly", "internal_api_error_DBQueryError", "internal_api_error_DBConnectionError",
                     "internal_api_error_DBQueryTimeoutError"}
@@ -111,6 +126,19 @@ class Opening:
     more: dict | None
 
 
+def _plain(params: dict) -> dict:
+    """A request of the login flow: the same JSON conventions, no query defaults."""
+    base = {"format": "json", "formatversion": "2", "errorformat": "plaintext"}
+    return {**base, "action": "query", **params}
+
+
+def _shut(sock) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+
+
 def _retry_after(value: str | None) -> float | None:
     if not value:
         return None
@@ -133,7 +161,9 @@ class MediaWikiClient:
 
     def __init__(self, http: requests.Session, api_url: str, *, limiter: HostLimiter, maxlag: int = 5,
                  timeout=DEFAULT_TIMEOUT, backoff: Backoff | None = None,
-                 max_attempts: int = DEFAULT_MAX_ATTEMPTS, on_request: Callable[[str], None] | None = None):
+                 max_attempts: int = DEFAULT_MAX_ATTEMPTS, on_request: Callable[[str], None] | None = None,
+                 budget: IdentityBudget | None = None, auth: WikiAuth | None = None,
+                 wall_clock: Callable[[], float] = time.time):
         self.http = http
         self.api_url = api_url
         self.host = wiki_key(api_url)
@@ -143,43 +173,117 @@ class MediaWikiClient:
         self.backoff = backoff or Backoff()
         self.max_attempts = max_attempts
         self._on_request = on_request or (lambda outcome: None)
+        # identity pacing (spawn.upstream_budget) instead of the host limiter, with its credentials
+        self.budget = budget
+        self.auth = auth or WikiAuth({}, anonymous=http, make_session=lambda: http)
+        self._wall_clock = wall_clock
 
     # -- transport -------------------------------------------------------------------------
     def query(self, params: dict, *, parse: Callable[[dict], object] | None = None,
               cancel: threading.Event | None = None,
-              on_retry: Callable[[MediaWikiError, float], None] | None = None):
+              on_retry: Callable[[MediaWikiError, float], None] | None = None,
+              demand: Demand = Demand(), on_wait: Callable[[str | None], None] | None = None):
         """One API call with bounded retries of Retryable failures, `parse` included (a body that
-        fails validation is fetched again). Returns parse(body), or the body. Raises MediaWikiError."""
+        fails validation is fetched again). Returns parse(body), or the body. Raises MediaWikiError.
+        `demand` and `on_wait` matter to identity-paced clients only (spawn.upstream_budget)."""
         full = {"action": "query", "format": "json", "formatversion": "2", "errorformat": "plaintext",
                 "maxlag": str(self.maxlag), **params}
         attempt = 0
         while True:
             try:
-                with self.limiter.slot(self.host, cancel):
-                    body = self._once(full)
+                if self.budget is None:
+                    with self.limiter.slot(self.host, cancel):
+                        body = self._once(full)
+                else:
+                    body = self._paced(full, cancel, demand, on_wait)
                 return parse(body) if parse is not None else body
             except host_limiter.Cancelled:
                 raise Cancelled("cancelled") from None
+            except WindowClosed:
+                continue
             except Retryable as exc:
                 attempt += 1
                 if attempt >= self.max_attempts:
                     raise
                 delay = self.backoff.delay(attempt - 1, exc.retry_after)
-                self.limiter.pause(self.host, delay)
                 logger.warning("mediawiki.retry", extra={"host": self.host, "error": str(exc),
                                                          "attempt": attempt, "delay_s": round(delay, 2)})
                 if on_retry is not None:
                     on_retry(exc, delay)
+                self._back_off(exc, delay, cancel)
 
-    def _once(self, params: dict) -> dict:
+    def _back_off(self, exc: Retryable, delay: float, cancel: threading.Event | None) -> None:
+        if self.budget is None:
+            self.limiter.pause(self.host, delay)
+        elif isinstance(exc, (RateLimited, Maxlagged)) or exc.retry_after is not None:
+            # the wiki metered the identity: pause it here now, and the hub pauses the other nodes
+            self.budget.pause(delay, f"{type(exc).__name__}: {exc}", throttled=isinstance(exc, RateLimited))
+        else:
+            try:
+                host_limiter.wait(delay, cancel)
+            except host_limiter.Cancelled:
+                raise Cancelled("cancelled") from None
+
+    # -- identity pacing ---------------------------------------------------------------------
+    def _paced(self, params: dict, cancel, demand: Demand, on_wait) -> dict:
+        """One request under the identity's budget, logged in first when its credential needs it;
+        a lapsed bot-password session is logged in again once."""
+        budget = self.budget
+        assert budget is not None
+        if budget.auth_error is not None:
+            raise AuthRefused(f"the wiki refused the credentials of {budget.identity}: {budget.auth_error}")
+        auth = self.auth.for_identity(budget.identity, budget.budget.credential if budget.budget else None)
+
+        def send(request: dict, post: bool = False) -> dict:
+            with budget.slot(demand, cancel, on_wait) as permit:
+                return self._once(request, auth=auth, permit=permit, post=post)
         try:
-            resp = self.http.get(self.api_url, params=params, timeout=self.timeout)
+            auth.ensure(lambda p, post=False: send(_plain(p), post))
+            try:
+                return send(params)
+            except ApiError as exc:
+                if exc.code != "assertuserfailed" or not auth.lapsed():
+                    raise
+            auth.ensure(lambda p, post=False: send(_plain(p), post))
+            return send(params)
+        except LoginRefused as exc:
+            return self._refused(budget, str(exc))
+        except ApiError as exc:
+            if exc.code == "assertuserfailed" or exc.code.startswith("mwoauth-invalid-authorization"):
+                return self._refused(budget, str(exc))
+            raise
+
+    def _refused(self, budget: IdentityBudget, reason: str) -> dict:
+        budget.refuse_credentials(reason)
+        logger.error("mediawiki.credentials_refused", extra={"identity": budget.identity, "reason": reason})
+        raise AuthRefused(f"the wiki refused the credentials of {budget.identity}: {reason}")
+
+    def _once(self, params: dict, *, auth: IdentityAuth | None = None, permit: Permit | None = None,
+              post: bool = False) -> dict:
+        http, timeout = self.http, self.timeout
+        if auth is not None:
+            http, params = auth.session, {**params, **auth.params()}
+        if permit is not None:
+            params = {**params, "maxlag": str(permit.maxlag)} if "maxlag" in params else params
+            left = permit.deadline - self._wall_clock()
+            if left <= 0:
+                raise WindowClosed()
+            connect, read = timeout if isinstance(timeout, tuple) else (timeout, timeout)
+            timeout = (min(connect, left), min(read, left))
+        try:
+            if permit is None:
+                resp = http.get(self.api_url, params=params, timeout=timeout)
+            else:
+                resp = self._within(http, params, timeout, permit.deadline, post, auth)
         except InternalAddress as exc:
             self._on_request("refused")
             logger.error("mediawiki.address_refused",
                          extra={"host": exc.host_port, "addresses": exc.addresses})
             raise AddressRefused(f"refused to connect: {exc}") from None
         except requests.RequestException as exc:
+            if permit is not None and self._wall_clock() >= permit.deadline - 0.05:
+                self._on_request("window_closed")
+                raise WindowClosed() from None
             self._on_request("transport")
             raise TransportError(f"{type(exc).__name__}: {exc}") from exc
         outcome = "ok"
@@ -190,6 +294,27 @@ class MediaWikiClient:
             raise
         finally:
             self._on_request(outcome)
+
+    def _within(self, http: requests.Session, params: dict, timeout, deadline: float, post: bool,
+                auth: IdentityAuth | None) -> requests.Response:
+        """The request, aborted at `deadline`: the timeouts bound the wait for its headers, and the
+        connection is shut if its body is still arriving then."""
+        headers = auth.headers() if auth is not None else {}
+        if post:        # a login's password travels in the body, never in a URL a server may log
+            resp = http.post(self.api_url, data=params, timeout=timeout, headers=headers, stream=True)
+        else:
+            resp = http.get(self.api_url, params=params, timeout=timeout, headers=headers, stream=True)
+        sock = getattr(getattr(resp.raw, "connection", None), "sock", None)
+        timer = threading.Timer(max(0.0, deadline - self._wall_clock()), _shut, (sock,)) if sock else None
+        if timer is not None:
+            timer.daemon = True
+            timer.start()
+        try:
+            resp.content        # reads the body now, under the timer
+        finally:
+            if timer is not None:
+                timer.cancel()
+        return resp
 
     @staticmethod
     def _check(resp: requests.Response) -> dict:

@@ -23,6 +23,7 @@ from spawn.mediawiki import (AddressRefused, Cancelled, MediaWikiClient, MediaWi
 from spawn.metrics import SpawnMetrics
 from spawn.revisit import RevisitBatcher
 from spawn.subscriber import Subscriber
+from spawn.upstream_budget import BACKFILL, FRESH, Demand
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +58,7 @@ class DataSource:
         self._ts = array("d")               # their timestamps (epoch seconds)
         self.written = 0                    # revisions this process wrote for this source
         self.complete = False
+        self.had_history = False            # once complete: its requests are in the freshness lane
 
     # -- subscribers (called by the registry under its lock) -------------------------------
     def attach(self, sub: Subscriber) -> None:
@@ -162,8 +164,7 @@ class DataSource:
         known = self.store.page_id(self.client.host, self.title)
         resume = None if known is None else self.store.resume_point(self.client.host, known)
         self._opening = self.client.open_history(self.title, page_id=known, content=content,
-                                                 start=resume.timestamp if resume else None,
-                                                 cancel=self._stop, on_retry=self._on_retry)
+                                                 start=resume.timestamp if resume else None, **self._kw())
         self.page = self._opening.page
         logger.info("source.resolved", extra={"title": self.title, "page_id": self.page.page_id,
                                               "wiki": self.client.host})
@@ -175,7 +176,7 @@ class DataSource:
     def _batches(self, start: datetime | None, content: bool):
         """The page's history from `start`, beginning with the opening batch if it was read from there."""
         opening, self._opening = self._opening, None
-        kw = dict(cancel=self._stop, on_retry=self._on_retry)
+        kw = self._kw()
         usable = opening is not None and opening.batch is not None
         if usable and (opening.start, opening.content) == (start, content):
             return self.client.continue_history(opening, **kw)
@@ -256,7 +257,7 @@ class DataSource:
             self._delivered(fresh, allowances)
         if self._need()[0] == 0:
             return          # stopped at the caps (no batch past them was requested): more may be there
-        self.complete = True
+        self.complete = self.had_history = True
 
     def _backfill_content(self) -> None:
         """A subscriber wants wikitext but the stored history was harvested without it: fetch the
@@ -270,7 +271,7 @@ class DataSource:
             return
         logger.info("source.content_backfill", extra={"title": self.title, "until_rev_id": newest.rev_id})
         last = (newest.timestamp, newest.rev_id)
-        batches = self.client.revision_batches(self.page, content=True, cancel=self._stop, on_retry=self._on_retry)
+        batches = self.client.revision_batches(self.page, content=True, **self._kw())
         for batch in prefetched(batches, self._stop):
             old = [r for r in batch if (r.timestamp, r.rev_id) <= last]
             if old:
@@ -323,6 +324,17 @@ class DataSource:
         delay = revisit.first_delay(interval, age, self.revisit_min_s, self.revisit_max_s)
         every = revisit.clamp(interval or self.revisit_max_s, self.revisit_min_s, self.revisit_max_s)
         self.batcher.schedule(self.key, self.page.page_id, last_id, delay, every, self.wake)
+
+    def _kw(self) -> dict:
+        """What every wiki request of this source carries: its stop event, its retry and wait
+        reports, and its lane and tenants for an identity's upstream budget."""
+        tenants = tuple(sorted({s.spec.tenant_id for s in self.subscribers()}))
+        return dict(cancel=self._stop, on_retry=self._on_retry, on_wait=self._on_wait,
+                    demand=Demand(FRESH if self.had_history else BACKFILL, tenants))
+
+    def _on_wait(self, reason: str | None) -> None:
+        """Waiting for the upstream budget (reason), or served after such a wait (None)."""
+        self._report("waiting" if reason else "running", reason)
 
     def _on_retry(self, exc: MediaWikiError, delay: float) -> None:
         for sub in self.subscribers():

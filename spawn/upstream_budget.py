@@ -14,7 +14,10 @@ from typing import Callable, Iterator, Mapping
 
 from shared.wire import Budget, IdentityUse
 from spawn import budget_rules as rules
+from spawn.budget_rules import BACKFILL, FRESH
 from spawn.host_limiter import Cancelled
+
+__all__ = ["BACKFILL", "FRESH", "Demand", "IdentityBudget", "Permit", "UpstreamBudgets"]
 
 MAX_WAIT_S = 0.5        # waiters look at their cancel event at least this often
 

@@ -4,7 +4,10 @@ Each new connection resolves the wiki's host once, refuses if any address is int
 (shared.wiki_hosts) unless BW_WIKI_ALLOWLIST names the exact host[:port], and connects to those same
 addresses: no second lookup can answer otherwise (DNS rebinding). Redirects and reconnects go through
 the same check. Proxies from the environment are ignored: a proxy would resolve the host itself.
+Its User-Agent (BW_USER_AGENT, the same on every spawn) must describe the client and give a contact:
+wikis refuse generic ones (the Wikimedia User-Agent policy); check_user_agent is the one rule.
 """
+import re
 import socket
 
 import requests
@@ -14,8 +17,28 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.exceptions import ConnectTimeoutError, NameResolutionError, NewConnectionError
 from urllib3.util import connection
 
+from shared.errors import ConfigError
 from shared.http import make_session
 from shared.wiki_hosts import exactly_listed, internal_address
+
+
+# product names of HTTP libraries and tools: a User-Agent led by one says nothing about who runs it
+_GENERIC = {"python-requests", "python-urllib", "python", "curl", "wget", "aiohttp", "httpx", "go-http-client",
+            "java", "okhttp", "libwww-perl", "axios", "node-fetch", "urllib3", "mozilla"}
+_CONTACT = re.compile(r"https?://\S+|[\w.+-]+@[\w-]+(\.[\w-]+)+")
+
+
+def check_user_agent(user_agent: str) -> str:
+    """The User-Agent wiki requests carry, or ConfigError naming BW_USER_AGENT: it must name the
+    client (not lead with a library's or browser's product name) and give a contact URL or e-mail."""
+    ua = (user_agent or "").strip()
+    product = ua.split("/", 1)[0].split(" ", 1)[0].lower()
+    if not ua or product in _GENERIC:
+        raise ConfigError(f"BW_USER_AGENT must describe this client (e.g. 'BlackWidow/1.0 (https://example.net/"
+                          f"bot; ops@example.net)'), not a generic one: {ua!r}")
+    if not _CONTACT.search(ua):
+        raise ConfigError(f"BW_USER_AGENT must give a contact (a URL or an e-mail address): {ua!r}")
+    return ua
 
 
 class InternalAddress(Exception):
@@ -77,8 +100,9 @@ class _CheckedAdapter(HTTPAdapter):
 
 
 def wiki_session(user_agent: str, allowlist: tuple[str, ...], *, pool_size: int = 10) -> requests.Session:
-    """shared.http's session whose connections refuse internal addresses (see the module docstring)."""
-    session = make_session(user_agent, pool_size=pool_size)
+    """shared.http's session whose connections refuse internal addresses (see the module docstring).
+    Raises ConfigError for a User-Agent check_user_agent refuses."""
+    session = make_session(check_user_agent(user_agent), pool_size=pool_size)
     session.trust_env = False
     adapter = _CheckedAdapter(allowlist, pool_connections=pool_size, pool_maxsize=pool_size, max_retries=0)
     session.mount("http://", adapter)

@@ -1,5 +1,7 @@
 """Per-wiki collaborators, created on first use: one MediaWikiClient and one RevisitBatcher per
-api.php URL, all sharing the process-wide host limiter. Builds the registry's data sources."""
+api.php URL and identity. Subscriptions naming an identity are paced by its upstream budget (and
+use its credentials); legacy ones share the process-wide host limiter. Builds the registry's data
+sources."""
 import threading
 import time
 
@@ -12,40 +14,48 @@ from spawn.mediawiki import MediaWikiClient
 from spawn.metrics import SpawnMetrics
 from spawn.revisit import RevisitBatcher
 from spawn.source import DataSource
+from spawn.upstream_budget import UpstreamBudgets
+from spawn.wiki_auth import WikiAuth
 
 
 class Wikis:
     def __init__(self, config: SpawnConfig, *, http, store: RevisionStore,
-                 metrics: SpawnMetrics, limiter: HostLimiter | None = None, now=time.time):
+                 metrics: SpawnMetrics, limiter: HostLimiter | None = None, now=time.time,
+                 budgets: UpstreamBudgets | None = None, auth: WikiAuth | None = None):
         self.config = config
         self.http = http
         self.store = store
         self.metrics = metrics
         self.limiter = limiter or HostLimiter(config.host_delay_s)
         self._now = now
-        self._clients: dict[str, MediaWikiClient] = {}
-        self._batchers: dict[str, RevisitBatcher] = {}
+        self.budgets = budgets or UpstreamBudgets(skew_s=config.max_clock_skew_s)
+        self.auth = auth or WikiAuth({}, anonymous=http, make_session=lambda: http)
+        self._clients: dict[tuple[str, str | None], MediaWikiClient] = {}
+        self._batchers: dict[tuple[str, str | None], RevisitBatcher] = {}
         self._lock = threading.Lock()
 
-    def client(self, api_url: str) -> MediaWikiClient:
+    def client(self, api_url: str, identity: str | None = None) -> MediaWikiClient:
         with self._lock:
-            if api_url not in self._clients:
-                self._clients[api_url] = MediaWikiClient(
+            key = (api_url, identity)
+            if key not in self._clients:
+                self._clients[key] = MediaWikiClient(
                     self.http, api_url, limiter=self.limiter, maxlag=self.config.maxlag,
                     timeout=(min(5.0, self.config.http_timeout_s), self.config.http_timeout_s),
-                    on_request=self.metrics.request_counter(wiki_key(api_url)))
-            return self._clients[api_url]
+                    on_request=self.metrics.request_counter(wiki_key(api_url)),
+                    budget=None if identity is None else self.budgets.identity(identity), auth=self.auth)
+            return self._clients[key]
 
-    def batcher(self, api_url: str) -> RevisitBatcher:
-        client = self.client(api_url)
+    def batcher(self, api_url: str, identity: str | None = None) -> RevisitBatcher:
+        client = self.client(api_url, identity)
         with self._lock:
-            if api_url not in self._batchers:
-                self._batchers[api_url] = RevisitBatcher(client, min_s=self.config.revisit_min_s)
-            return self._batchers[api_url]
+            if (api_url, identity) not in self._batchers:
+                self._batchers[(api_url, identity)] = RevisitBatcher(client, min_s=self.config.revisit_min_s)
+            return self._batchers[(api_url, identity)]
 
     def make_source(self, spec: SubscriptionSpec, on_limit) -> DataSource:
-        return DataSource(spec.source_uuid, spec.title, client=self.client(spec.wiki), store=self.store,
-                          batcher=self.batcher(spec.wiki), revisit_min_s=self.config.revisit_min_s,
+        return DataSource(spec.source_uuid, spec.title, client=self.client(spec.wiki, spec.identity),
+                          store=self.store, batcher=self.batcher(spec.wiki, spec.identity),
+                          revisit_min_s=self.config.revisit_min_s,
                           revisit_max_s=self.config.revisit_max_s, on_limit=on_limit, metrics=self.metrics,
                           now=self._now)
 
