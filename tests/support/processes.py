@@ -36,10 +36,10 @@ def wait_for(predicate, timeout: float, step: float = 0.05, what: str = "the con
 class LoggedProcess:
     """A child process in its own process group, its output appended to `log`."""
 
-    def __init__(self, cmd: list[str], env: dict, log: Path):
+    def __init__(self, cmd: list[str], env: dict, log: Path, *, cwd: Path = ROOT):
         self.log = log
         self._out = open(log, "ab")
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, **env}, stdout=self._out,
+        self.proc = subprocess.Popen(cmd, cwd=cwd, env={**os.environ, **env}, stdout=self._out,
                                      stderr=subprocess.STDOUT, start_new_session=True)
 
     @property
