@@ -12,6 +12,7 @@ from datetime import date, datetime, timezone
 from pathlib import Path
 
 from shared.revisions.derived import DAY_SHARDS, month_of
+from shared.revisions.text_history import DICTIONARY_BLOB, decode
 
 DOC_PATH = Path(__file__).resolve().parents[2] / "docs" / "analysts.md"
 _STATEMENT = re.compile(r"^```cql\n-- name: (\w+)\n(.*?)^```", re.M | re.S)
@@ -141,6 +142,16 @@ class Cookbook:
     def revision(self, wiki: str, rev_id: int):
         rows = self.run("revision_by_id", wiki=wiki, rev_id=rev_id)
         return rows[0] if rows else None
+
+    def revision_text(self, wiki: str, rev_id: int) -> str | None:
+        """Recipe 13: the revision's text row, then its group's dictionary and blob (two partitions read)."""
+        rows = self.run("revision_text", wiki=wiki, rev_id=rev_id)
+        if not rows:
+            return None
+        where = rows[0]
+        blobs = {row.blob: row for row in self.run("text_blobs", wiki=wiki, page_id=where.page_id, grp=where.grp,
+                                                   blob=where.blob)}
+        return decode(blobs[DICTIONARY_BLOB].body, blobs[where.blob].body)
 
 
 def _day(value) -> date:

@@ -42,6 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--title", required=True)
     p.add_argument("--out", help="PNG file to write (default: the title, made file-safe, .png)")
     _wiki_option(p)
+    p = stats.add_parser("text", help="the stored wikitext of one revision")
+    p.add_argument("rev_id", type=int, help="revision id")
+    _wiki_option(p)
     return parser
 
 
@@ -55,7 +58,8 @@ def main(argv: list[str] | None = None, environ: Mapping[str, str] = os.environ,
     args = build_parser().parse_args(argv)
     wiki = _wiki(args.wiki)
     try:
-        filters = Filters(title=args.title) if args.stat == "plot" else parse_filters(args.filters)
+        filters = Filters(title=args.title) if args.stat == "plot" else \
+            Filters() if args.stat == "text" else parse_filters(args.filters)
         if args.stat == "mode":
             compute.check_mode_field(args.field)
         store = open_store(environ)
@@ -63,6 +67,9 @@ def main(argv: list[str] | None = None, environ: Mapping[str, str] = os.environ,
         print(f"blackwidow stats: {exc}", file=err)
         return 2
     try:
+        if args.stat == "text":
+            print(_text(store, wiki, args.rev_id), file=out, end="")
+            return 0
         if args.stat == "plot":
             path = _plot(store, filters, wiki, args.out)
             print(json.dumps({"stat": "plot", "title": args.title, "out": str(path)}), file=out)
@@ -119,6 +126,20 @@ def _plot(store, filters: Filters, wiki: str | None, out: str | None) -> Path:
     target = Path(out) if out else Path((re.sub(r"[^\w.-]+", "_", filters.title).strip("_.") or "article")
                                         + ".png")
     return plot_history(list(store.history(w, page_id)), filters.title, target)
+
+
+def _text(store, wiki: str | None, rev_id: int) -> str:
+    """A revision's wikitext: two single-partition reads on Cassandra (its revision_text row, then its
+    group's dictionary and blob), one row on SQLite."""
+    if wiki is None:
+        wikis = store.wikis()
+        if len(wikis) != 1:
+            raise ValidationError(f"the store holds {len(wikis)} wikis; choose one with --wiki", "wiki")
+        wiki = wikis[0]
+    text = store.content(wiki, rev_id)
+    if text is None:
+        raise ValidationError(f"no stored text for revision {rev_id} of {wiki}", "rev_id")
+    return text
 
 
 def _wiki(value: str | None) -> str | None:

@@ -198,6 +198,37 @@ def check_revision_by_id(cb, h, expected, info, all_edits):
     assert cb.revision(h.wiki, 10**12) is None
 
 
+def _texts_written(cb, h) -> list:
+    """A page history with near-copies and a revert, written with content into the harvest's keyspace
+    under a wiki key of its own (the harvest itself asks for no content)."""
+    import dataclasses
+    from shared.revisions.cassandra_store import CassandraRevisionStore
+    from tests.revision_store_contract import make_history
+    texts = ["== Silk ==\n" + "Spider silk is a protein fibre. " * 400 + "".join(f"Edit {k}.\n" for k in range(i))
+             for i in range(12)]
+    texts[7] = texts[5]
+    revisions = [dataclasses.replace(r, content=t) for r, t in zip(make_history("texts.cookbook", 3, 12), texts)]
+    CassandraRevisionStore(cb._session, h.location).write(revisions)
+    return revisions
+
+
+def check_revision_text(cb, h, expected, info, all_edits):
+    revisions = _texts_written(cb, h)
+    assert [cb.revision_text("texts.cookbook", r.rev_id) for r in revisions] == [r.content for r in revisions]
+    assert cb.revision_text("texts.cookbook", 10**12) is None
+    _, last_rev_id = next(iter(info.values()))
+    assert cb.revision_text(h.wiki, last_rev_id) is None          # harvested without content
+
+
+def check_text_blobs(cb, h, expected, info, all_edits):
+    revisions = _texts_written(cb, h)
+    where = cb.run("revision_text", wiki="texts.cookbook", rev_id=revisions[7].rev_id)[0]
+    assert where.blob == revisions[5].rev_id                         # the revert points at the earlier blob
+    rows = cb.run("text_blobs", wiki="texts.cookbook", page_id=3, grp=where.grp, blob=where.blob)
+    assert [(r.blob, r.codec) for r in rows] == [(0, "zstd"), (where.blob, "zstd-dict")]
+    assert cb.revision_text("texts.cookbook", revisions[7].rev_id) == revisions[7].content
+
+
 def _is_ip(user: str) -> bool:
     return user.replace(".", "").isdigit() or ":" in user
 
