@@ -6,5 +6,7 @@ pytest_plugins = [
     "tests.fixtures.postgres",
     "tests.fixtures.cassandra",
     "tests.fixtures.mediawiki",
+    "tests.fixtures.writable_wiki",
+    "tests.fixtures.edge",
     "tests.fixtures.revision_stores",
 ]
