@@ -41,11 +41,8 @@ ANON_PER_MIN=${BW_EDGE_ANON_PER_MIN:-200}
 AUTH_IN_FLIGHT=${BW_EDGE_AUTH_IN_FLIGHT:-3}
 AUTH_PER_S=${BW_EDGE_AUTH_PER_S:-10}
 AUTH_PER_MIN=${BW_EDGE_AUTH_PER_MIN:-2000}
-ANON_BURST_S=${BW_EDGE_ANON_BURST_S:-$(( ANON_PER_S / 5 > 1 ? ANON_PER_S / 5 : 1 ))}
-AUTH_BURST_S=${BW_EDGE_AUTH_BURST_S:-$(( AUTH_PER_S / 5 > 1 ? AUTH_PER_S / 5 : 1 ))}
-ANON_BURST_MIN=${BW_EDGE_ANON_BURST_MIN:-$(( ANON_PER_MIN / 10 ))}
-AUTH_BURST_MIN=${BW_EDGE_AUTH_BURST_MIN:-$(( AUTH_PER_MIN / 10 ))}
 RETRY_AFTER_S=${BW_EDGE_RETRY_AFTER_S:-1}
+# the bursts' defaults follow the rates: set by check_settings once those are known to be numbers
 
 log() { echo "nginx: $*"; }
 
@@ -58,16 +55,25 @@ install_packages() {
   log "packages installed in $(since "$t0") s"
 }
 
-check_settings() {
-  local name value
-  for name in SEEDED_PORT SEEDED_UPSTREAM WRITABLE_PORT WRITABLE_UPSTREAM ANON_IN_FLIGHT ANON_PER_S ANON_PER_MIN \
-      AUTH_IN_FLIGHT AUTH_PER_S AUTH_PER_MIN ANON_BURST_S AUTH_BURST_S ANON_BURST_MIN AUTH_BURST_MIN RETRY_AFTER_S; do
-    value=${!name}
-    [[ "$value" =~ ^[0-9]+$ ]] || { log "$name must be a whole number, not '$value'"; exit 2; }
+whole_numbers() {
+  local name
+  for name in "$@"; do
+    [[ "${!name}" =~ ^[0-9]+$ ]] || { log "$name must be a whole number, not '${!name}' (settings: top of $0)"; exit 2; }
   done
+}
+
+check_settings() {
+  local name
+  whole_numbers SEEDED_PORT SEEDED_UPSTREAM WRITABLE_PORT WRITABLE_UPSTREAM ANON_IN_FLIGHT ANON_PER_S ANON_PER_MIN \
+    AUTH_IN_FLIGHT AUTH_PER_S AUTH_PER_MIN RETRY_AFTER_S
   for name in ANON_IN_FLIGHT ANON_PER_S ANON_PER_MIN AUTH_IN_FLIGHT AUTH_PER_S AUTH_PER_MIN; do
     [ "${!name}" -gt 0 ] || { log "$name must be at least 1"; exit 2; }
   done
+  ANON_BURST_S=${BW_EDGE_ANON_BURST_S:-$(( ANON_PER_S / 5 > 1 ? ANON_PER_S / 5 : 1 ))}
+  AUTH_BURST_S=${BW_EDGE_AUTH_BURST_S:-$(( AUTH_PER_S / 5 > 1 ? AUTH_PER_S / 5 : 1 ))}
+  ANON_BURST_MIN=${BW_EDGE_ANON_BURST_MIN:-$(( ANON_PER_MIN / 10 ))}
+  AUTH_BURST_MIN=${BW_EDGE_AUTH_BURST_MIN:-$(( AUTH_PER_MIN / 10 ))}
+  whole_numbers ANON_BURST_S AUTH_BURST_S ANON_BURST_MIN AUTH_BURST_MIN
 }
 
 limits_json() {
