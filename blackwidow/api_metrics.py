@@ -9,7 +9,7 @@ from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, g
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.multiprocess import MultiProcessCollector
 
-from blackwidow.store.leases import tenant_quota_rows
+from blackwidow.quota.store import tenant_quota_rows
 from blackwidow.store.stats import store_counts
 
 logger = logging.getLogger(__name__)

@@ -15,6 +15,11 @@ logger = logging.getLogger(__name__)
 
 SQLITE_BUSY_TIMEOUT_MS = 5000
 PG_CONNECT_TIMEOUT_S = 5
+# TCP keepalives on both ends of every PostgreSQL connection: a vanished peer is noticed in about
+# idle + interval x count = 25 s instead of the OS default of hours. On the server side this is what frees
+# the scheduler's advisory lock when the leader's host disappears (docs/coordination.md).
+PG_KEEPALIVE = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5, "keepalives_count": 3}
+PG_SERVER_KEEPALIVE = "-c tcp_keepalives_idle=10 -c tcp_keepalives_interval=5 -c tcp_keepalives_count=3"
 
 
 def _sqlite_pragmas(dbapi_conn, _record) -> None:
@@ -37,7 +42,8 @@ def make_engine(database_url: str, **kwargs) -> sa.Engine:
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
     if url.get_backend_name() == "postgresql":
-        kwargs.setdefault("connect_args", {"connect_timeout": PG_CONNECT_TIMEOUT_S})
+        kwargs.setdefault("connect_args", {"connect_timeout": PG_CONNECT_TIMEOUT_S, **PG_KEEPALIVE,
+                                           "options": PG_SERVER_KEEPALIVE})
     return sa.create_engine(url, pool_pre_ping=True, **kwargs)
 
 

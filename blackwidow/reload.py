@@ -1,7 +1,8 @@
 """Pure reload planning: desired assignments + what nodes report -> Put/Drop actions. No I/O.
 
 Hard reload (the live node set changed): every assignment was recomputed; send everything a node
-cannot prove it already runs, drop whatever sits on the wrong node.
+cannot prove it already runs, and drop whatever sits on the wrong node once the right node has it
+(acknowledged or reported): make before break, so a move never leaves a page unfetched.
 Soft reload (same node set): drop stale, send new or changed, re-send failed (drop, then put),
 missing or unacknowledged. In both, a node that reports the desired spec already is left alone (adopted).
 Nodes absent from `reported` did not answer this tick: nothing is sent to them or dropped there.
@@ -126,7 +127,8 @@ def plan(desired: Mapping[str, tuple[str, SubscriptionSpec]],
             want = desired.get(sub_id)
             if want is None:
                 drops.append(Drop(node, sub_id, "stale"))
-            elif want[0] != node:
+            elif want[0] != node and (acked.get(sub_id) == want[0] or sub_id in reported.get(want[0], ())):
+                # make before break: the old copy goes once the new node has acknowledged it
                 drops.append(Drop(node, sub_id, "moved"))
     if hard:
         kind = HARD

@@ -15,7 +15,7 @@ from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.blocking import BlockingScheduler
 from prometheus_client import start_http_server
 
-from blackwidow import leadership
+from blackwidow import fencing, leadership
 from blackwidow.db import make_sessionmaker
 from blackwidow.metrics import SchedulerMetrics
 from blackwidow.poller import PollerState, poll_once
@@ -48,12 +48,29 @@ def run_as_leader(lock, tick, interval_s: float, stop: threading.Event) -> None:
             return
         try:
             tick()
+        except fencing.LeadershipLost as exc:
+            # another scheduler claimed a newer epoch: this one wrote nothing since, and stops here
+            logger.error("scheduler.deposed", extra={"error": str(exc)})
+            scheduler.shutdown(wait=False)
         except Exception:
             logger.exception("scheduler.tick_failed")
 
     scheduler.add_job(job, "interval", seconds=interval_s, id="poll", max_instances=1, coalesce=True,
                       misfire_grace_time=None, next_run_time=datetime.now(timezone.utc))
     scheduler.start()
+
+
+def _step_down(sessionmaker, lock, state: PollerState, stop: threading.Event) -> None:
+    """After leading: on a clean stop say so (no holder: /health stops reporting a leader); when deposed
+    or the lock was lost, give the lock up so this process rejoins as a standby."""
+    if stop.is_set() and state.fence is not None:
+        try:
+            with sessionmaker.begin() as session:
+                fencing.release(session, state.fence)
+        except Exception:
+            logger.warning("scheduler.release_failed", exc_info=True)
+    if not stop.is_set():
+        lock.release()
 
 
 def serve(config: HubConfig, stop: threading.Event, metrics: SchedulerMetrics) -> None:
@@ -72,10 +89,11 @@ def serve(config: HubConfig, stop: threading.Event, metrics: SchedulerMetrics) -
             standby_logged = False
             metrics.leader.set(1)
             logger.info("scheduler.leader", extra={"interval_s": config.poll_interval_s})
-            state = PollerState()        # a new leader learns the node set from the database
+            state = PollerState()        # a new leader claims an epoch and learns the node set from the database
             run_as_leader(lock, lambda: poll_once(sessionmaker, client, config, state=state, metrics=metrics),
                           config.poll_interval_s, stop)
             metrics.leader.set(0)
+            _step_down(sessionmaker, lock, state, stop)
     finally:
         lock.release()
         sessionmaker.kw["bind"].dispose()

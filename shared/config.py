@@ -111,6 +111,10 @@ class HubConfig(CommonConfig):
     routing: str                  # "modulo" (default) or "rendezvous"
     wiki_allowlist: tuple[str, ...]
     max_body_bytes: int
+    # a node whose process restarts this often within the window is evicted and refused for a while
+    node_flap_restarts: int = 3
+    node_flap_window_s: float = 300.0
+    node_quarantine_s: float = 600.0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> "HubConfig":
@@ -129,6 +133,9 @@ class HubConfig(CommonConfig):
             routing=routing,
             wiki_allowlist=get(env, "BW_WIKI_ALLOWLIST", _list, DEFAULT_WIKI_ALLOWLIST),
             max_body_bytes=get(env, "BW_MAX_BODY_BYTES", int, 1_048_576),
+            node_flap_restarts=get(env, "BW_NODE_FLAP_RESTARTS", int, 3),
+            node_flap_window_s=get(env, "BW_NODE_FLAP_WINDOW_S", float, 300.0),
+            node_quarantine_s=get(env, "BW_NODE_QUARANTINE_S", float, 600.0),
         )
 
 

@@ -52,5 +52,15 @@ class UnsupportedMediaType(BlackWidowError):
     code = "unsupported_media_type"
 
 
+class Unavailable(BlackWidowError):
+    """Refused for now; `retry_after_s` says when to ask again."""
+    status = "503 Service Unavailable"
+    code = "unavailable"
+
+    def __init__(self, message: str, field: str | None = None, retry_after_s: int | None = None):
+        super().__init__(message, field)
+        self.retry_after_s = retry_after_s
+
+
 class ConfigError(Exception):
     """A BW_* variable is missing or malformed; the message names it."""

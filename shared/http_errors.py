@@ -8,7 +8,7 @@ import logging
 
 import falcon
 
-from shared.errors import BlackWidowError
+from shared.errors import BlackWidowError, Unavailable
 
 logger = logging.getLogger(__name__)
 
@@ -16,6 +16,8 @@ logger = logging.getLogger(__name__)
 def _domain(req, resp, ex: BlackWidowError, params) -> None:
     resp.status = ex.status
     resp.media = ex.to_dict()
+    if isinstance(ex, Unavailable) and ex.retry_after_s is not None:
+        resp.set_header("Retry-After", str(ex.retry_after_s))
 
 
 def _falcon(req, resp, ex: falcon.HTTPError, params) -> None:

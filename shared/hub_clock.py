@@ -31,3 +31,11 @@ def until_close(start: float, end: float, now: float, skew: float) -> float:
     """Seconds this node may still act under the window: 0 when it is not open now."""
     lo, hi = local_span(start, end, skew)
     return hi - now if lo <= now < hi else 0.0
+
+
+def lease_seconds(ttl_s: float, expires_at: float | None, now: float, skew: float) -> float:
+    """How long a quota lease received now stays valid on this node: its ttl, cut to its absolute deadline in
+    hub time (read `skew` early on this node's wall clock `now`), so that a late poll never extends it."""
+    if expires_at is None:
+        return ttl_s
+    return max(0.0, min(ttl_s, expires_at - skew - now))

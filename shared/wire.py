@@ -180,21 +180,28 @@ def _count(body: dict, name: str, *, minimum: int = 0) -> int:
 @dataclass(frozen=True)
 class Lease:
     """Hub -> spawn, inside a Poll: the subscription may hold up to `cap` revisions delivered, for
-    `ttl_s` seconds after the spawn received it. A higher `gen` replaces a lower one; an equal gen
-    only renews (same cap)."""
+    `ttl_s` seconds after the spawn received it and never at or after `expires_at` (hub clock, epoch
+    seconds; a poll that arrives late does not extend the lease). A higher `gen` replaces a lower one; an
+    equal gen only renews (same cap)."""
     cap: int
     ttl_s: float
     gen: int
+    expires_at: float | None = None
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        body = asdict(self)
+        if self.expires_at is None:
+            del body["expires_at"]
+        return body
 
     @classmethod
     def from_dict(cls, body: dict) -> "Lease":
         ttl = float(_req(body, "ttl_s", (int, float)))
         if not ttl > 0:
             raise ValidationError("'ttl_s' must be > 0", field="ttl_s")
-        return cls(cap=_count(body, "cap"), ttl_s=ttl, gen=_count(body, "gen", minimum=1))
+        expires_at = _req(body, "expires_at", (int, float), optional=True)
+        return cls(cap=_count(body, "cap"), ttl_s=ttl, gen=_count(body, "gen", minimum=1),
+                   expires_at=None if expires_at is None else float(expires_at))
 
 
 @dataclass(frozen=True)
@@ -237,9 +244,9 @@ class SubscriptionStatus:
 
     @classmethod
     def from_dict(cls, body: dict) -> "SubscriptionStatus":
+        # a state this version does not know (a newer spawn in a rolling upgrade) is kept as it is: the hub
+        # ignores it rather than failing the node's whole poll
         state = _req(body, "state", str)
-        if state not in STATES:
-            raise ValidationError(f"'state' must be one of {', '.join(STATES)}", field="state")
         return cls(
             id=_req(body, "id", str), state=state,
             revisions=_req(body, "revisions", int, optional=True, default=0),
@@ -401,10 +408,13 @@ class StatusReport:
     subscriptions: tuple[SubscriptionStatus, ...] = ()
     sources: int = 0
     identities: Mapping[str, IdentityUse] = field(default_factory=dict)   # {identity id: use}
+    # items of the report that did not parse ("index: reason"); they are skipped, the rest of the poll stands
+    rejected: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
         d = asdict(self)
         d["subscriptions"] = [s.to_dict() for s in self.subscriptions]
+        d.pop("rejected")
         d.pop("identities")
         if self.identities:      # absent when the node holds no identity-paced subscription
             d["identities"] = {key: use.to_dict() for key, use in self.identities.items()}
@@ -412,12 +422,18 @@ class StatusReport:
 
     @classmethod
     def from_dict(cls, body: dict) -> "StatusReport":
-        subs = _req(body, "subscriptions", list, optional=True, default=[])
+        subs, rejected = [], []
+        for index, item in enumerate(_req(body, "subscriptions", list, optional=True, default=[])):
+            try:
+                subs.append(SubscriptionStatus.from_dict(item))
+            except ValidationError as exc:
+                rejected.append(f"subscriptions[{index}]: {exc.message}")
         return cls(
             node_id=_req(body, "node_id", str, optional=True),
             boot_id=_req(body, "boot_id", str),
             attached=_req(body, "attached", bool),
-            subscriptions=tuple(SubscriptionStatus.from_dict(s) for s in subs),
+            subscriptions=tuple(subs),
+            rejected=tuple(rejected),
             sources=_req(body, "sources", int, optional=True, default=0),
             identities=_keyed(body, "identities", IdentityUse.from_dict),
         )

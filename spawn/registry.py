@@ -18,6 +18,7 @@ import threading
 import time
 from typing import Callable, Mapping
 
+from shared import hub_clock
 from shared.hashing import source_uuid
 from shared.wire import Lease, SubscriptionSpec, SubscriptionStatus
 from spawn.source import DataSource
@@ -30,10 +31,14 @@ SourceFactory = Callable[[SubscriptionSpec, Callable[[Subscriber], None]], DataS
 
 
 class Registry:
-    def __init__(self, source_factory: SourceFactory, *, orphan_after_s: float, clock=time.monotonic):
+    def __init__(self, source_factory: SourceFactory, *, orphan_after_s: float, clock=time.monotonic,
+                 wall_clock=time.time, clock_skew_s: float = 0.5):
         self._make_source = source_factory
         self.orphan_after_s = orphan_after_s
         self._clock = clock
+        # quota leases carry a deadline in hub time, read on the wall clock within the allowed skew
+        self._wall_clock = wall_clock
+        self._skew_s = clock_skew_s
         self._subs: dict[str, Subscriber] = {}
         self._sources: dict[str, DataSource] = {}
         self._merged: dict[str, str] = {}          # source uuid -> key of the source fetching its page
@@ -101,7 +106,8 @@ class Registry:
                     continue
                 if lease.gen <= self._refused_gen.get(sub_id, 0):
                     continue
-                if sub.offer_lease(lease.gen, lease.cap, lease.ttl_s):
+                ttl_s = hub_clock.lease_seconds(lease.ttl_s, lease.expires_at, self._wall_clock(), self._skew_s)
+                if sub.offer_lease(lease.gen, lease.cap, ttl_s):
                     self._attach_locked(sub)
 
     def clear(self, join_timeout_s: float = 5.0) -> None:

@@ -1,5 +1,5 @@
 """Tenant quotas as leases: the arithmetic, pure (no I/O, no SQL, no clock). docs/quotas.md has the design
-and the proof sketch; the poll tick (blackwidow/leasing.py) feeds it and stores what it returns.
+and the proof sketch; the poll tick (blackwidow/quota/leasing.py) feeds it and stores what it returns.
 
 Each leased subscription has at most one node that may spend (its holder); the hub leases it a cap on
 "revisions delivered" and, per node, remembers the highest cap that node may still apply (`held`).

@@ -1,7 +1,7 @@
 """SQL of quota leases: load the lease state, write back only what a tick changed.
 
 Functions take the session first and never commit; blackwidow.leasing owns the transactions.
-Times cross into blackwidow.quotas as epoch seconds (floats); rows store aware datetimes.
+Times cross into blackwidow.quota.arithmetic as epoch seconds (floats); rows store aware datetimes.
 """
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -12,7 +12,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from blackwidow.models import LeaseHolder, Node, Subscription, SubscriptionLease, Tenant
-from blackwidow.quotas import Holder, SubLease
+from blackwidow.quota.arithmetic import Holder, SubLease
 from blackwidow.store.pagination import as_utc
 
 _UPSERTS = {"postgresql": postgresql.insert, "sqlite": sqlite.insert}
@@ -145,3 +145,18 @@ def _upsert(session: Session, model, rows: list[dict], keys: list[str]) -> None:
 
 def _aware(value: datetime | None) -> datetime | None:
     return None if value is None else as_utc(value)
+
+
+def write_grants(session: Session, lease_round, at: datetime) -> None:
+    """A tick's grants (blackwidow.quota.leasing.LeaseRound), before the polls that carry them leave."""
+    save(session, lease_round.before, lease_round.states, lease_round.renewing)
+    # only the nodes these polls carry leases to: every renewing holder is on one of them
+    stamp_nodes(session, lease_round.per_node, at)
+    save_tenants(session, lease_round.tenant_changes())
+
+
+def write_learnt(session: Session, lease_round, learnt) -> None:
+    """What the tick learnt from the answers (blackwidow.quota.leasing.Learnt), over its written grants."""
+    written = LeaseSnapshot(lease_round.before.tenants, lease_round.states, lease_round.renewing)
+    save(session, written, learnt.states, lease_round.renewing)
+    save_tenants(session, learnt.tenants)

@@ -54,6 +54,8 @@ class AssignmentView:
     node_id: str
     acked: bool
     sent_at: datetime | None
+    failures: int = 0                 # consecutive re-sends after its node reported it failed
+    retry_at: datetime | None = None  # the next such re-send waits until then
 
 
 @dataclass(frozen=True)
@@ -85,10 +87,11 @@ def load_snapshot(session: Session) -> Snapshot:
         node_id = node_id and share(node_id, node_id)
         subs[sub_id] = SubscriptionView(sub_id, spec, enabled, share(state, state), node_id, revisions,
                                         last_rev_id, last_error, page_key)
-    assignments = {sub_id: AssignmentView(share(node_id, node_id), acked, _aware(sent_at))
-                   for sub_id, node_id, acked, sent_at in session.execute(
+    assignments = {sub_id: AssignmentView(share(node_id, node_id), acked, _aware(sent_at), failures,
+                                          _aware(retry_at))
+                   for sub_id, node_id, acked, sent_at, failures, retry_at in session.execute(
                        sa.select(Assignment.subscription_id, Assignment.node_id, Assignment.acked,
-                                 Assignment.sent_at))}
+                                 Assignment.sent_at, Assignment.failures, Assignment.retry_at))}
     return Snapshot(nodes, subs, assignments)
 
 
@@ -170,14 +173,15 @@ def save_assignments(session: Session, upserts: Mapping[str, AssignmentView], de
         session.execute(sa.delete(Assignment).where(Assignment.subscription_id.in_(deletes[start:start + 500])))
     if not upserts:
         return
-    rows = [{"subscription_id": sub_id, "node_id": a.node_id, "acked": a.acked, "sent_at": a.sent_at}
-            for sub_id, a in upserts.items()]
+    rows = [{"subscription_id": sub_id, "node_id": a.node_id, "acked": a.acked, "sent_at": a.sent_at,
+             "failures": a.failures, "retry_at": a.retry_at} for sub_id, a in upserts.items()]
     dialect = session.get_bind().dialect.name
     if dialect not in _UPSERTS:
         raise NotImplementedError(f"assignments upsert on {dialect}")
     stmt = _UPSERTS[dialect](Assignment.__table__)
     stmt = stmt.on_conflict_do_update(index_elements=["subscription_id"],
-                                      set_={c: stmt.excluded[c] for c in ("node_id", "acked", "sent_at")})
+                                      set_={c: stmt.excluded[c] for c in ("node_id", "acked", "sent_at", "failures",
+                                                                          "retry_at")})
     session.execute(stmt, rows)
 
 

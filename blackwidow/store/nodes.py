@@ -5,9 +5,14 @@ from typing import NamedTuple
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
+from blackwidow import liveness
 from blackwidow.models import Node, Subscription, utcnow
-from shared.errors import Conflict, NotFound
+from blackwidow.store.pagination import as_utc
+from shared.errors import Conflict, NotFound, Unavailable
 from shared.hashing import node_id_for
+
+
+DEFAULT_FLAPPING = liveness.Flapping(limit=3, window_s=300.0, quarantine_s=600.0)
 
 
 class NodeLoad(NamedTuple):
@@ -15,26 +20,54 @@ class NodeLoad(NamedTuple):
     subscriptions: int      # subscriptions currently assigned to it
 
 
-def register_node(session, url: str, *, now: datetime | None = None) -> tuple[Node, bool]:
+def register_node(session, url: str, *, now: datetime | None = None,
+                  flapping: liveness.Flapping = DEFAULT_FLAPPING) -> tuple[Node, bool]:
     """Idempotent by url (the id derives from it): a known node is marked live again with its failure
-    count reset. Returns (node, created)."""
+    count reset, unless it keeps restarting (blackwidow.liveness): then it is marked dead and stays dead
+    (the caller refuses it: `refusal(node)`), and later registrations raise Unavailable until its quarantine
+    ends. Returns (node, created)."""
     now = now or utcnow()
     node_id = node_id_for(url)
     node = session.get(Node, node_id)
     created = node is None
+    if not created and liveness.quarantined(_utc(node.quarantined_until), now):
+        raise _quarantined(node)
+    restarts = liveness.after_registration(
+        not created, liveness.Restarts(node.restarts if node else 0, _utc(node.restarts_since) if node else None,
+                                       None), now, flapping)
     if created:
         node = Node(id=node_id, url=url.rstrip("/"), state="live", registered_at=now, consecutive_failures=0)
         session.add(node)
-    else:
-        node.state = "live"
-        node.consecutive_failures = 0
-        node.registered_at = now
+    node.restarts, node.restarts_since = restarts.count, restarts.since
+    node.quarantined_until = restarts.quarantined_until
+    if restarts.quarantined_until is not None:
+        node.state = "dead"              # written: the scheduler stops polling it and moves its work
+        session.flush()
+        return node, created
+    node.state = "live"
+    node.consecutive_failures = 0
+    node.registered_at = now
     try:
         session.flush()
     except IntegrityError:
         # Two workers registering the same url at once: the spawn retries and finds the row.
         raise Conflict("this node is being registered concurrently; retry", field="url") from None
     return node, created
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    return None if value is None else as_utc(value)
+
+
+def refusal(node: Node) -> Unavailable | None:
+    """Why a node just registered is refused, or None."""
+    return _quarantined(node) if node.quarantined_until is not None else None
+
+
+def _quarantined(node: Node) -> Unavailable:
+    until = _utc(node.quarantined_until)
+    return Unavailable(f"node {node.id} restarted too often and is refused until {until:%Y-%m-%dT%H:%M:%SZ}",
+                       field="url", retry_after_s=max(1, int((until - utcnow()).total_seconds())))
 
 
 def _with_load():

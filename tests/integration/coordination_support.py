@@ -119,3 +119,8 @@ def subscriptions(maker) -> dict[str, Subscription]:
 def held(doubles: list[SpawnDouble]) -> dict[str, str]:
     """{subscription_id: node_id} of what the doubles run now."""
     return {sub_id: d.node_id for d in doubles for sub_id in d.subs}
+
+
+def copies(doubles: list[SpawnDouble]) -> set[tuple[str, str]]:
+    """(subscription_id, node_id) of every copy the doubles run now (a move keeps the old copy for a tick)."""
+    return {(sub_id, d.node_id) for d in doubles for sub_id in d.subs}

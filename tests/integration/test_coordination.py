@@ -9,11 +9,12 @@ import sqlalchemy as sa
 
 from blackwidow import router, sends, store
 from blackwidow.models import Assignment, Node, Reload, Subscription
-from blackwidow.poller import FAILED_RESEND_AFTER_S, PollerState, poll_once, utcnow
+from blackwidow.decide import Rules, failed_retry_delay
+from blackwidow.poller import PollerState, poll_once, utcnow
 from blackwidow.spawn_client import SpawnClient
 from shared.hashing import source_uuid
 from tests.integration.coordination_support import (  # noqa: F401
-    SECRET, WIKI, add_subscriptions, assignments, client, db_url, expected_routes, held, hub_config, maker,
+    SECRET, WIKI, add_subscriptions, assignments, client, copies, db_url, expected_routes, held, hub_config, maker,
     register, spawns, subscriptions)
 
 pytestmark = pytest.mark.integration
@@ -98,7 +99,7 @@ def test_dead_node_loses_its_subscriptions_within_node_failures_intervals(maker,
     victim.stop()
     stopped = time.monotonic()
     ticks, results = 0, []
-    while held(survivors) != want:
+    while not set(want.items()) <= copies(survivors):
         time.sleep(config.poll_interval_s)
         results.append(poll_once(maker, client, config, state=state))
         ticks += 1
@@ -114,13 +115,18 @@ def test_dead_node_loses_its_subscriptions_within_node_failures_intervals(maker,
         assert session.get(Node, victim.node_id).state == "dead"
         assert session.scalars(sa.select(Reload.kind).order_by(Reload.id.desc())).first() == "hard"
     assert {r.node_id for r in subscriptions(maker).values()} == {d.node_id for d in survivors}
+    # make before break: the copies that moved between survivors are dropped once their new node has them
+    poll_once(maker, client, config, state=state)
+    assert held(survivors) == want and len(copies(survivors)) == len(want)
 
     # the spawn comes back and registers again: it is routed to once more (hard reload)
     victim.start(port=int(victim.url.rsplit(":", 1)[1]))
     register(maker, [victim])
     result = poll_once(maker, client, config, state=state)
     assert result.kind == "hard" and victim.node_id in result.live
+    poll_once(maker, client, config, state=state)          # the moved copies' old ones are dropped
     assert held(doubles) == expected_routes(maker, [d.node_id for d in doubles])
+    assert len(copies(doubles)) == len(want)
 
 
 def test_restarted_hub_adopts_what_nodes_run_without_any_put(maker, spawns, client, db_url):
@@ -220,23 +226,43 @@ def test_a_used_up_tenant_quota_shows_limit_reached_and_keeps_the_subscriptions_
     assert node.sent() == 0                              # raising the quota resends nothing
 
 
-def test_failed_subscriptions_are_restarted_at_most_every_resend_interval(maker, spawns, client, db_url):
+def test_failed_subscriptions_are_restarted_with_backoff(maker, spawns, client, db_url):
     (node,) = spawns(1)
     register(maker, [node])
     (sub_id,) = add_subscriptions(maker, 1)
     config = hub_config(db_url)
+    rules = Rules.of(config)
     steady(maker, client, config)
     node.set_state(sub_id, "failed")
     node.reset_counts()
 
     soon = poll_once(maker, client, config)              # just sent: the failure is recorded, no re-send
     assert soon.sent == 0 and subscriptions(maker)[sub_id].state == "failed"
-    later = lambda: utcnow() + timedelta(seconds=FAILED_RESEND_AFTER_S + 1)      # noqa: E731
-    result = poll_once(maker, client, config, now=later)
+    start = utcnow()
+    at = lambda seconds: (lambda: start + timedelta(seconds=seconds))      # noqa: E731
+    first = rules.failed_retry_s + 1
+    result = poll_once(maker, client, config, now=at(first))
     assert (result.kind, result.dropped, result.sent) == ("soft", 1, 1)
     assert node.sends == [("drop", sub_id), ("put", sub_id)]                    # dropped, then started afresh
     assert node.requests.count(("POST", "/v1/subscriptions")) == 1               # in one request
     assert subscriptions(maker)[sub_id].state == "assigned"
+
+    # it fails again: the next re-send waits twice as long, then four times, up to the cap
+    waited = first
+    for failures in (1, 2, 3):
+        node.set_state(sub_id, "failed")
+        delay = failed_retry_delay(failures, rules)
+        assert poll_once(maker, client, config, now=at(waited + delay - 1)).sent == 0
+        assert poll_once(maker, client, config, now=at(waited + delay + 1)).sent == 1
+        waited += delay + 1
+    assert failed_retry_delay(20, rules) == rules.failed_retry_max_s
+
+    # once it runs again the backoff starts over
+    node.set_state(sub_id, "running")
+    poll_once(maker, client, config, now=at(waited + 1))
+    with maker.begin() as session:
+        row = session.get(Assignment, sub_id)
+    assert (row.failures, row.retry_at) == (0, None)
 
 
 def test_one_failing_node_never_stops_the_tick(maker, spawns, client, db_url):
@@ -318,8 +344,12 @@ def test_sends_travel_in_batches_and_an_unreachable_node_gets_no_more_requests(m
     first.reset_counts()
     result = poll_once(maker, client, config, state=state)
     moved = len(second.subs)
-    assert result.kind == "hard" and (result.sent, result.dropped) == (moved, moved) and moved > 0
+    assert result.kind == "hard" and (result.sent, result.dropped) == (moved, 0) and moved > 0
+    # make before break: the old copies go in the next tick, once the new node has acknowledged them
+    dropped = poll_once(maker, client, config, state=state)
+    assert dropped.kind == "soft" and (dropped.sent, dropped.dropped) == (0, moved)
     assert held([first, second]) == expected_routes(maker, [first.node_id, second.node_id])
+    assert len(copies([first, second])) == count
     for double, items in ((first, moved), (second, moved)):
         assert double.requests.count(batches) == -(-items // sends.BATCH_SIZE)
     assert first.sent("put") == 0 and second.sent("drop") == 0
@@ -364,15 +394,16 @@ def test_a_reported_page_key_moves_a_redirects_subscription_to_its_target(maker,
     by_id[before[redirect]].page_keys[redirect] = target_key        # its spawn resolved the redirect
 
     result = poll_once(maker, client, config, state=state)
-    assert result.kind == "soft" and (result.sent, result.dropped) == (1, 1)
+    assert result.kind == "soft" and (result.sent, result.dropped) == (1, 0)
+    assert poll_once(maker, client, config, state=state).dropped == 1      # the old copy, once acknowledged
     after = held(doubles)
     assert after[redirect] == after[target] == before[target]
     assert redirect not in by_id[before[redirect]].subs
     rows = subscriptions(maker)
     assert (rows[redirect].page_key, rows[target].page_key) == (target_key, None)
     with maker.begin() as session:
-        reason = session.scalars(sa.select(Reload.reason).order_by(Reload.id.desc())).first()
-    assert reason == "moved=2"
+        reasons = session.scalars(sa.select(Reload.reason).order_by(Reload.id.desc())).all()[:2]
+    assert reasons == ["moved=1", "moved=1"]
     # its new node has not resolved the title yet: the stored key keeps it there
     assert poll_once(maker, client, config, state=state).sent == 0
     assert held(doubles)[redirect] == before[target]

@@ -1,4 +1,4 @@
-"""A small world to test the lease arithmetic against: the hub's tick around blackwidow.quotas (its durable
+"""A small world to test the lease arithmetic against: the hub's tick around blackwidow.quota.arithmetic (its durable
 state, its memory, routing over the nodes it thinks live), spawns that follow the protocol of
 spawn/subscriber.py and spawn/registry.py (generations, refusal, expiry on their own clock, counts as
 prefixes of the stored history), a revision store, and a network that loses, delays (within the margin),
@@ -9,8 +9,8 @@ Everything is driven by one random.Random, so a seed replays a run exactly.
 import random
 from dataclasses import dataclass, field, replace
 
-from blackwidow import quotas
-from blackwidow.quotas import Params, Reported, SubLease
+from blackwidow.quota import arithmetic as quotas
+from blackwidow.quota.arithmetic import Params, Reported, SubLease
 
 TENANT = "t"
 PARAMS = Params(ttl_s=5.0, margin_s=2.0, settle_s=12.0, horizon_s=3.0, start_slice=40, min_slice=5, max_slice=400)

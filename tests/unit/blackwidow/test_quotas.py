@@ -1,11 +1,11 @@
-"""The lease arithmetic (blackwidow/quotas.py): table tests of each rule, then random runs of a whole
+"""The lease arithmetic (blackwidow/quota/arithmetic.py): table tests of each rule, then random runs of a whole
 world (tests/unit/blackwidow/quota_model.py) asserting the invariant after every step."""
 import random
 
 import pytest
 
-from blackwidow import quotas
-from blackwidow.quotas import Dynamics, Holder, Params, Reported, Sub, SubLease
+from blackwidow.quota import arithmetic as quotas
+from blackwidow.quota.arithmetic import Dynamics, Holder, Params, Reported, Sub, SubLease
 from tests.unit.blackwidow.quota_model import STEP_S, World
 
 P = Params(ttl_s=10.0, margin_s=3.0, settle_s=30.0, horizon_s=6.0)

@@ -90,8 +90,7 @@ def test_422_is_rejected(client, mocked):
 
 
 @pytest.mark.parametrize("body", ["<html>oops</html>", json.dumps({"boot_id": "b"}),
-                                  json.dumps({"boot_id": "b", "attached": True,
-                                              "subscriptions": [{"id": "x", "state": "bogus"}]})])
+                                  json.dumps({"boot_id": "b", "attached": True, "subscriptions": {"x": 1}})])
 def test_bad_status_bodies_are_bad_responses(client, mocked, body):
     mocked.post(f"{NODE}/v1/status", body=body, content_type="application/json")
     with pytest.raises(SpawnBadResponse):

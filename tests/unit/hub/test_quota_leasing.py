@@ -4,9 +4,10 @@ from datetime import datetime, timedelta, timezone
 
 import sqlalchemy as sa
 
-from blackwidow import leasing
+from blackwidow.quota import leasing
 from blackwidow.models import Assignment, Subscription, Tenant
-from blackwidow.store import coordination, leases, register_node
+from blackwidow.quota import store as leases
+from blackwidow.store import coordination, register_node
 from shared.wire import LeaseStatus, StatusReport, SubscriptionStatus
 from tests.fixtures.hub import LOCAL_WIKI, hub_config
 
@@ -26,7 +27,22 @@ def setup(api, hub_maker, titles=("A", "B"), quota=100):
 
 def snapshot(hub_maker):
     with hub_maker.begin() as session:
-        return leasing.mark_leased(session, coordination.load_snapshot(session))
+        return leasing.mark_leased(coordination.load_snapshot(session), leasing.leased_tenants(leases.load(session)))
+
+
+def grant(hub_maker, snap, live, config, at, memory):
+    """The tick's grant step: plan, then write ahead."""
+    with hub_maker.begin() as session:
+        before = leases.load(session)
+    lease_round = leasing.plan_grants(before, snap, live, leasing.params_for(config), at.timestamp(), memory)
+    with hub_maker.begin() as session:
+        leases.write_grants(session, lease_round, at)
+    return lease_round
+
+
+def learn(hub_maker, lease_round, snap, reports, at, memory):
+    with hub_maker.begin() as session:
+        leases.write_learnt(session, lease_round, leasing.learn(lease_round, snap, reports, set(), at, memory))
 
 
 def report(node, snap, counts, lease_round, synced=True):
@@ -46,7 +62,7 @@ def test_grants_are_written_ahead_learnt_and_shown(api, hub_maker, sqlite_url):
     snap = snapshot(hub_maker)
     assert all(sub.spec.leased for sub in snap.subscriptions.values())
     memory = leasing.QuotaMemory()
-    first = leasing.grant(hub_maker, snap, frozenset({node}), config, T0, memory)
+    first = grant(hub_maker, snap, frozenset({node}), config, T0, memory)
     assert {sid: (lease.cap, lease.gen, lease.ttl_s) for sid, lease in first.for_node(node).items()} == \
         {ids[0]: (50, 1, config.detach_after_s), ids[1]: (50, 1, config.detach_after_s)}
     with hub_maker.begin() as session:                # in the database before any poll left
@@ -55,9 +71,8 @@ def test_grants_are_written_ahead_learnt_and_shown(api, hub_maker, sqlite_url):
     assert stored.renewing == {(ids[0], node), (ids[1], node)}
     assert api.simulate_get(f"/v1/tenants/{tenant['id']}").json["leased"] == 100
 
+    learn(hub_maker, first, snap, {node: report(node, snap, {ids[0]: 20, ids[1]: 0}, first)}, T0, memory)
     with hub_maker.begin() as session:
-        leasing.learn(session, first, snap, {node: report(node, snap, {ids[0]: 20, ids[1]: 0}, first)}, set(),
-                      T0, memory)
         session.execute(sa.update(Subscription).where(Subscription.id == ids[0]).values(revisions=20))
     body = api.simulate_get(f"/v1/tenants/{tenant['id']}").json
     assert (body["quota"], body["used"], body["leased"]) == (100, 20, 80)
@@ -68,7 +83,7 @@ def test_grants_are_written_ahead_learnt_and_shown(api, hub_maker, sqlite_url):
 
     # next tick: same caps, same generations (renewals); the node stamp says when they were sent
     later = T0 + timedelta(seconds=2)
-    second = leasing.grant(hub_maker, snapshot(hub_maker), frozenset({node}), config, later, memory)
+    second = grant(hub_maker, snapshot(hub_maker), frozenset({node}), config, later, memory)
     assert {sid: lease.gen for sid, lease in second.for_node(node).items()} == {ids[0]: 1, ids[1]: 1}
     with hub_maker.begin() as session:
         again = leases.load(session)
@@ -80,15 +95,13 @@ def test_lowering_the_quota_below_usage_stops_at_the_counts(api, hub_maker, sqli
     config = hub_config(sqlite_url)
     memory = leasing.QuotaMemory()
     snap = snapshot(hub_maker)
-    first = leasing.grant(hub_maker, snap, frozenset({node}), config, T0, memory)
+    first = grant(hub_maker, snap, frozenset({node}), config, T0, memory)
+    learn(hub_maker, first, snap, {node: report(node, snap, {ids[0]: 30, ids[1]: 10}, first)}, T0, memory)
     with hub_maker.begin() as session:
-        leasing.learn(session, first, snap, {node: report(node, snap, {ids[0]: 30, ids[1]: 10}, first)}, set(),
-                      T0, memory)
         for sid, n in ((ids[0], 30), (ids[1], 10)):
             session.execute(sa.update(Subscription).where(Subscription.id == sid).values(revisions=n))
     assert api.simulate_patch(f"/v1/tenants/{tenant['id']}", json={"quota": 25}).status_code == 200
-    lowered = leasing.grant(hub_maker, snapshot(hub_maker), frozenset({node}), config, T0 + timedelta(seconds=2),
-                            memory)
+    lowered = grant(hub_maker, snapshot(hub_maker), frozenset({node}), config, T0 + timedelta(seconds=2), memory)
     assert {sid: lease.cap for sid, lease in lowered.for_node(node).items()} == {ids[0]: 30, ids[1]: 10}
 
 
@@ -96,15 +109,14 @@ def test_a_quota_set_on_an_unlimited_tenant_grants_nothing_until_unleased_copies
                                                                                           sqlite_url):
     tenant, ids, node = setup(api, hub_maker, quota=None)
     config = hub_config(sqlite_url)
-    assert leasing.grant(hub_maker, snapshot(hub_maker), frozenset({node}), config, T0,
-                         leasing.QuotaMemory()).per_node == {}
+    assert grant(hub_maker, snapshot(hub_maker), frozenset({node}), config, T0, leasing.QuotaMemory()).per_node == {}
     assert api.simulate_patch(f"/v1/tenants/{tenant['id']}", json={"quota": 100}).status_code == 200
     with hub_maker.begin() as session:
         set_at = session.get(Tenant, tenant["id"]).unleased_at
     assert set_at is not None
     soon = set_at.replace(tzinfo=timezone.utc) + timedelta(seconds=1)
-    frozen = leasing.grant(hub_maker, snapshot(hub_maker), frozenset({node}), config, soon, leasing.QuotaMemory())
+    frozen = grant(hub_maker, snapshot(hub_maker), frozenset({node}), config, soon, leasing.QuotaMemory())
     assert {lease.cap for lease in frozen.for_node(node).values()} == {0}
     settled = soon + timedelta(seconds=leasing.params_for(config).settle_s)
-    grown = leasing.grant(hub_maker, snapshot(hub_maker), frozenset({node}), config, settled, leasing.QuotaMemory())
+    grown = grant(hub_maker, snapshot(hub_maker), frozenset({node}), config, settled, leasing.QuotaMemory())
     assert sum(lease.cap for lease in grown.for_node(node).values()) == 100

@@ -1,6 +1,6 @@
 import pytest
 
-from blackwidow.tenant_limits import exhausted, own_limit_reached, scheduled, shown
+from blackwidow.quota.limits import exhausted, own_limit_reached, scheduled, shown
 
 
 def test_a_tenant_is_exhausted_when_its_subscriptions_used_its_whole_quota():
