@@ -1,0 +1,175 @@
+"""Fair allocation of one identity's slots to nodes as windows in hub time. Pure: no I/O, no clock.
+
+Each tick, every slot whose current hold ends within `horizon_s` (or that is free) gets its next hold of
+`window_s`: the node that keeps it has its hold extended without a gap; another node starts `handover_s`
+after the previous hold ends. The next holder is, in order: a node with freshness demand that holds no
+slot; else the node furthest below its weighted share of slot-time over the last `cycle_s` (the current
+holder keeps the slot while it is within one window of that). A node's share is the sum, over tenants,
+of the tenant's weighted share (weight over the weights of tenants with demand) split across nodes by the
+tenant's waiting sources. A node holds at most as many slots at once as it has sources waiting. Nothing
+starts before a pause ends. Holds already written (by this or an earlier leader) are never moved or cut.
+"""
+import math
+from dataclasses import dataclass, field, replace
+from typing import Mapping, Sequence
+
+from blackwidow.upstream.limits import Limits, binding_rate
+from blackwidow.upstream.slots import EPS, Hold, node_windows, violations
+from shared.hashing import stable_hash
+from shared.wire import Budget
+
+
+@dataclass(frozen=True)
+class Params:
+    window_s: float = 15.0         # length of one hold (the budget cycle's unit)
+    handover_s: float = 1.0        # gap between two nodes' holds on a slot: 2 x BW_MAX_CLOCK_SKEW_S
+    horizon_s: float = 4.0         # plan a slot's next hold once its current one ends this soon (2 polls)
+    cycle_s: float = 900.0         # shares are balanced over this span; holds are kept this long after
+    pause_jitter_s: float = 2.0    # a node resumes after a pause up to this much later than the others
+
+
+@dataclass(frozen=True)
+class Demand:
+    """A node's IdentityUse lanes: sources waiting, per tenant."""
+    fresh: Mapping[str, int] = field(default_factory=dict)
+    backfill: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def sources(self) -> int:
+        return sum(self.fresh.values()) + sum(self.backfill.values())
+
+    @property
+    def has_fresh(self) -> bool:
+        return any(n > 0 for n in self.fresh.values())
+
+    def of(self, tenant: str) -> int:
+        return self.fresh.get(tenant, 0) + self.backfill.get(tenant, 0)
+
+
+@dataclass(frozen=True)
+class IdentityState:
+    id: str                        # the wiki host
+    limits: Limits
+    gen: int                       # generation of the budgets sent last
+    paused_until: float | None     # hub epoch seconds
+    holds: tuple[Hold, ...]        # every hold written and not yet dropped
+
+
+@dataclass(frozen=True)
+class Plan:
+    gen: int                                 # the identity's generation for this tick's budgets
+    writes: tuple[Hold, ...]                 # new holds and extended ones (key: slot, start)
+    drops: tuple[Hold, ...]                  # holds ended more than cycle_s ago
+    budgets: dict[str, Budget]               # by node id
+    targets: dict[str, float]                # each node's share of slot-time (for operators)
+
+
+def pause_jitter(node: str, p: Params) -> float:
+    """Deterministic per node, in [0, pause_jitter_s): nodes do not all resume at the same instant."""
+    return (stable_hash(node) % 1000) / 1000 * p.pause_jitter_s
+
+
+def tenant_shares(demand: Mapping[str, Demand], weights: Mapping[str, float]) -> dict[str, dict[str, float]]:
+    """{node: {tenant: share of the identity's slot-time}}: a tenant with demand gets weight / sum of the
+    weights of tenants with demand, split over nodes by its waiting sources there."""
+    totals: dict[str, int] = {}
+    for d in demand.values():
+        for tenant in {*d.fresh, *d.backfill}:
+            totals[tenant] = totals.get(tenant, 0) + d.of(tenant)
+    totals = {t: n for t, n in totals.items() if n > 0}
+    weight_sum = sum(weights.get(t, 1.0) for t in totals)
+    out: dict[str, dict[str, float]] = {}
+    for node, d in demand.items():
+        shares = {t: weights.get(t, 1.0) / weight_sum * d.of(t) / totals[t]
+                  for t in sorted({*d.fresh, *d.backfill}) if d.of(t) > 0}
+        if shares:
+            out[node] = shares
+    return out
+
+
+def _next_hold(slot: int, node: str, last: Hold | None, earliest: float, p: Params, rate: float) -> Hold:
+    """The hold `node` would get next on `slot`: the current one extended when it is the node's and runs
+    until `earliest` at least, else a new one from `earliest`, after the current one (plus the handover
+    gap when it is another node's)."""
+    if last is not None and last.node == node and last.end >= earliest:
+        return replace(last, end=last.end + p.window_s)
+    start = earliest if last is None else max(earliest, last.end + (0.0 if last.node == node else p.handover_s))
+    return Hold(slot, node, start, start + p.window_s, rate)
+
+
+def _held_until(last: Hold | None, node: str) -> float:
+    """Where new slot-time of `node` on a slot begins to count: the end of its own hold there."""
+    return last.end if last is not None and last.node == node else -math.inf
+
+
+def allocate(state: IdentityState, demand: Mapping[str, Demand], weights: Mapping[str, float], now: float,
+             p: Params) -> Plan:
+    """`demand`: the live nodes' latest IdentityUse lanes for this identity (a node absent or without
+    waiting sources gets no new hold); `weights`: tenant weights (missing: 1.0)."""
+    limits = state.limits
+    rate = binding_rate(limits)
+    per_slot = rate / limits.in_flight
+    shares = tenant_shares(demand, weights)
+    targets = {node: sum(s.values()) for node, s in shares.items()}
+    holds = list(state.holds)
+    # holds written under other limits (a lowered in_flight or rate): nothing new starts before they end
+    barrier = max((h.end + p.handover_s for h in holds if h.slot >= limits.in_flight
+                   or h.rate_per_s > per_slot + EPS), default=-math.inf)
+    pause = state.paused_until if state.paused_until is not None and state.paused_until > now else None
+    lookback = now - p.cycle_s
+    received = {node: sum(h.overlap(lookback, math.inf) for h in holds if h.node == node) for node in targets}
+    writes: dict[tuple[int, float], Hold] = {}
+
+    def last_of(slot: int) -> Hold | None:
+        return max((h for h in holds if h.slot == slot), key=lambda h: h.end, default=None)
+
+    for slot in sorted(range(limits.in_flight), key=lambda s: (getattr(last_of(s), "end", -math.inf), s)):
+        last = last_of(slot)
+        if last is not None and last.end >= now + p.horizon_s:
+            continue
+        options = {}
+        for node in targets:
+            resume = -math.inf if pause is None else pause + pause_jitter(node, p)
+            option = _next_hold(slot, node, last, max(now, resume, barrier), p, per_slot)
+            lo = _held_until(last, node) if option.start == getattr(last, "start", None) else option.start
+            busy = sum(1 for h in holds if h.node == node and h.start < option.end and h.end > lo)
+            if busy < demand[node].sources:
+                options[node] = option
+        if not options:
+            continue
+        total = sum(received[n] for n in options)
+        deficit = {n: targets[n] / sum(targets[m] for m in options) * total - received[n] for n in options}
+        waiting = [n for n in options if demand[n].has_fresh and not any(h.node == n and h.end > now for h in holds)]
+        best = max(waiting or options, key=lambda n: (deficit[n], -stable_hash(n)))
+        if not waiting and last is not None and last.node in options and deficit[last.node] >= deficit[best]:
+            best = last.node            # ties keep the slot where it is: no handover gap
+        hold = options[best]
+        if last is not None and hold.start == last.start:      # extended
+            holds.remove(last)
+        received[best] += hold.overlap(max(lookback, _held_until(last, best)), math.inf)
+        holds.append(hold)
+        writes[(slot, hold.start)] = hold
+    current = [h for h in holds if h.end > now and h.end > barrier - p.handover_s + EPS]
+    if writes and violations(current, limits.in_flight, rate, p.handover_s):
+        # never reached by construction; if it were, granting nothing new is always safe
+        return _plan(state, tuple(state.holds), {}, demand, shares, targets, now, p)
+    return _plan(state, tuple(holds), writes, demand, shares, targets, now, p)
+
+
+def _plan(state: IdentityState, holds: Sequence[Hold], writes: Mapping[tuple[int, float], Hold],
+          demand: Mapping[str, Demand], shares: Mapping[str, Mapping[str, float]], targets: dict[str, float],
+          now: float, p: Params) -> Plan:
+    gen = state.gen + 1
+    drops = tuple(h for h in holds if h.end < now - p.cycle_s)
+    nodes = sorted({*demand, *(h.node for h in holds if h.end > now)})
+    limits = state.limits
+    pause = state.paused_until if state.paused_until is not None and state.paused_until > now else None
+    budgets = {
+        node: Budget(gen=gen, wiki_host=state.id, credential=limits.credential,
+                     windows=node_windows(holds, node, now), slow_after_s=limits.slow_after_s,
+                     slow_wait_s=limits.slow_wait_s, maxlag=limits.maxlag,
+                     paused_until=None if pause is None else pause + pause_jitter(node, p),
+                     weights=dict(shares.get(node, {})))
+        for node in nodes}
+    return Plan(gen=gen, writes=tuple(replace(h, gen=gen) for h in writes.values()), drops=drops,
+                budgets=budgets, targets=targets)

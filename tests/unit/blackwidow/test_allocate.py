@@ -1,0 +1,156 @@
+"""blackwidow.upstream.allocate: one identity's slots handed out to nodes as windows, rule by rule."""
+import pytest
+
+from blackwidow.upstream.allocate import Demand, IdentityState, Params, allocate, pause_jitter, tenant_shares
+from blackwidow.upstream.limits import Limits, binding_rate, default_limits
+from blackwidow.upstream.slots import Hold, node_windows, violations
+from shared.wire import Window
+
+P = Params()
+HOST = "en.wikipedia.org"
+ANON = default_limits(HOST)                       # 1 in flight, R = 200/60 x 0.95
+AUTH = default_limits(HOST, "bot")                # 3 in flight
+R = binding_rate(ANON)
+NOW = 10_000.0
+BACKFILL = Demand(backfill={"t1": 4})
+
+
+def state(holds=(), limits=ANON, gen=7, paused_until=None) -> IdentityState:
+    return IdentityState(HOST, limits, gen, paused_until, tuple(holds))
+
+
+def test_defaults_follow_the_robot_policy_and_the_api_limits():
+    assert (ANON.in_flight, ANON.per_s, ANON.per_min) == (1, 5.0, 200)
+    assert (AUTH.in_flight, AUTH.per_s, AUTH.per_min, AUTH.credential) == (3, 10.0, 2000, "bot")
+    assert default_limits("127.0.0.1:8790", "bot") == Limits(1, 5.0, None, credential="bot")
+    assert default_limits("www.wikidata.org").per_min == 200
+    assert R == pytest.approx(200 / 60 * 0.95)
+    assert binding_rate(Limits(1, 5.0, None)) == pytest.approx(4.75)
+    assert binding_rate(AUTH) == pytest.approx(10 * 0.95)
+
+
+def test_a_free_identity_goes_to_the_node_with_demand_at_once():
+    plan = allocate(state(), {"a": BACKFILL}, {}, NOW, P)
+    assert plan.writes == (Hold(0, "a", NOW, NOW + P.window_s, R, 8),)
+    budget = plan.budgets["a"]
+    assert (budget.gen, budget.wiki_host, budget.credential) == (8, HOST, None)
+    assert budget.windows == (Window(NOW, NOW + P.window_s, 1, R),)
+    assert (budget.slow_after_s, budget.slow_wait_s, budget.maxlag, budget.paused_until) == (1.0, 5.0, 5, None)
+    assert budget.weights == {"t1": 1.0}
+
+
+def test_a_node_without_demand_gets_nothing():
+    plan = allocate(state(), {"a": Demand(), "b": Demand(backfill={"t1": 0})}, {}, NOW, P)
+    assert plan.writes == ()
+    assert plan.budgets["a"].windows == () and plan.budgets["b"].windows == ()
+    assert plan.targets == {}
+
+
+def test_the_holder_keeps_its_slot_by_an_extension_without_a_gap():
+    held = Hold(0, "a", NOW - 12, NOW + 3, R, 7)
+    plan = allocate(state([held]), {"a": BACKFILL}, {}, NOW, P)
+    assert plan.writes == (Hold(0, "a", NOW - 12, NOW + 3 + P.window_s, R, 8),)
+    assert plan.budgets["a"].windows == (Window(NOW - 12, NOW + 3 + P.window_s, 1, R),)
+
+
+def test_nothing_is_planned_while_the_current_hold_ends_beyond_the_horizon():
+    held = Hold(0, "a", NOW - 2, NOW + P.horizon_s + 1, R, 7)
+    plan = allocate(state([held]), {"a": BACKFILL, "b": BACKFILL}, {}, NOW, P)
+    assert plan.writes == ()
+    assert plan.budgets["a"].windows == (Window(NOW - 2, NOW + P.horizon_s + 1, 1, R),)
+    assert plan.budgets["b"].windows == ()
+
+
+def test_another_node_starts_one_handover_gap_after_the_hold_of_an_earlier_leader():
+    """The hold of a node that is gone (no demand reported) still counts until it ends."""
+    held = Hold(0, "gone", NOW - 10, NOW + 2, R, 7)
+    plan = allocate(state([held]), {"b": BACKFILL}, {}, NOW, P)
+    start = NOW + 2 + P.handover_s
+    assert plan.writes == (Hold(0, "b", start, start + P.window_s, R, 8),)
+    assert plan.budgets["gone"].windows == (Window(NOW - 10, NOW + 2, 1, R),)
+
+
+def test_the_node_below_its_share_takes_over_from_the_holder():
+    history = [Hold(0, "a", NOW - 100, NOW + 2, R, 7)]
+    plan = allocate(state(history), {"a": BACKFILL, "b": Demand(backfill={"t2": 1})}, {}, NOW, P)
+    assert [(h.node, h.start) for h in plan.writes] == [("b", NOW + 2 + P.handover_s)]
+
+
+def test_freshness_demand_goes_first_however_large_the_backfill():
+    history = [Hold(0, "b", NOW - 200, NOW - 100, R, 5), Hold(0, "a", NOW - 99, NOW + 2, R, 7)]
+    demand = {"a": Demand(backfill={"t1": 10_000}), "b": Demand(backfill={"t2": 10_000}),
+              "f": Demand(fresh={"t3": 1})}
+    plan = allocate(state(history), demand, {"t1": 100.0, "t2": 100.0}, NOW, P)
+    assert [h.node for h in plan.writes] == ["f"]
+
+
+def test_a_node_holds_no_more_slots_than_it_has_sources_waiting():
+    plan = allocate(state(limits=AUTH), {"a": Demand(backfill={"t1": 2})}, {}, NOW, P)
+    assert sorted(h.slot for h in plan.writes) == [0, 1]
+    assert plan.budgets["a"].windows == (Window(NOW, NOW + P.window_s, 2, 2 * binding_rate(AUTH) / 3),)
+
+
+def test_slots_are_shared_by_several_nodes_at_once():
+    plan = allocate(state(limits=AUTH), {"a": BACKFILL, "b": BACKFILL}, {}, NOW, P)
+    held = sorted((h.slot, h.node) for h in plan.writes)
+    assert held in ([(0, "a"), (1, "b"), (2, "a")], [(0, "b"), (1, "a"), (2, "b")])
+    assert violations(plan.writes, 3, binding_rate(AUTH), P.handover_s) == []
+
+
+def test_a_pause_is_copied_to_every_node_with_its_own_jitter_and_nothing_starts_before_it():
+    until = NOW + 30
+    held = Hold(0, "a", NOW - 10, NOW + 2, R, 7)
+    plan = allocate(state([held], paused_until=until), {"a": BACKFILL, "b": BACKFILL}, {}, NOW, P)
+    for node in ("a", "b"):
+        assert plan.budgets[node].paused_until == until + pause_jitter(node, P)
+        assert 0 <= pause_jitter(node, P) < P.pause_jitter_s
+    assert pause_jitter("a", P) != pause_jitter("b", P)
+    (hold,) = plan.writes
+    assert hold.start == until + pause_jitter(hold.node, P)
+    # a pause that is over is not sent
+    assert allocate(state(paused_until=NOW - 1), {"a": BACKFILL}, {}, NOW, P).budgets["a"].paused_until is None
+
+
+def test_holds_from_higher_limits_run_out_before_anything_new_starts():
+    """in_flight lowered from 3 to 1: slots 1 and 2 are still held; slot 0 waits for them."""
+    per3 = binding_rate(AUTH) / 3
+    holds = [Hold(0, "a", NOW - 5, NOW + 1, per3, 7), Hold(1, "b", NOW - 5, NOW + 3, per3, 7),
+             Hold(2, "c", NOW - 5, NOW + 3, per3, 7)]
+    plan = allocate(state(holds, limits=ANON), {"a": BACKFILL}, {}, NOW, P)
+    assert [(h.slot, h.start) for h in plan.writes] == [(0, NOW + 3 + P.handover_s)]
+
+
+def test_holds_ended_a_cycle_ago_are_dropped():
+    old = Hold(0, "a", NOW - P.cycle_s - 20, NOW - P.cycle_s - 1, R, 3)
+    recent = Hold(0, "a", NOW - P.cycle_s, NOW - 1, R, 4)
+    assert allocate(state([old, recent]), {}, {}, NOW, P).drops == (old,)
+
+
+def test_tenant_shares_split_by_weight_then_by_waiting_sources():
+    demand = {"a": Demand(backfill={"t1": 3, "t2": 1}), "b": Demand(fresh={"t2": 1}, backfill={"t3": 0})}
+    assert tenant_shares(demand, {"t1": 3.0}) == {"a": {"t1": 0.75, "t2": 0.125}, "b": {"t2": 0.125}}
+
+
+@pytest.mark.parametrize("holds, windows", [
+    ([], ()),
+    ([Hold(0, "a", 0, 10, 1.0)], (Window(0, 10, 1, 1.0),)),
+    # a slot kept by an extension and a second one for part of it: two pieces, the third sent later
+    ([Hold(0, "a", 0, 30, 1.0), Hold(1, "a", 12, 20, 1.0)], (Window(0, 12, 1, 1.0), Window(12, 20, 2, 2.0))),
+    # ended pieces are left out; a gap between two holds is two windows
+    ([Hold(0, "a", -20, -5, 1.0), Hold(0, "a", 2, 9, 1.0), Hold(0, "b", 10, 20, 1.0)], (Window(2, 9, 1, 1.0),)),
+    # adjacent holds on two slots with the same count and rate are one window
+    ([Hold(0, "a", 0, 10, 1.0), Hold(1, "a", 10, 20, 1.0)], (Window(0, 20, 1, 1.0),)),
+])
+def test_node_windows(holds, windows):
+    assert node_windows(holds, "a", 1.0) == windows
+
+
+@pytest.mark.parametrize("holds, broken", [
+    ([Hold(0, "a", 0, 10, 1.0), Hold(0, "b", 11, 20, 1.0)], False),
+    ([Hold(0, "a", 0, 10, 1.0), Hold(0, "b", 10.5, 20, 1.0)], True),       # handover gap too short
+    ([Hold(0, "a", 0, 10, 1.0), Hold(0, "a", 10, 20, 1.0)], False),        # the same node needs no gap
+    ([Hold(0, "a", 0, 10, 1.0), Hold(1, "b", 0, 10, 1.0)], True),          # slot 1 of 1
+    ([Hold(0, "a", 0, 10, 2.0)], True),                                    # rate above R
+])
+def test_violations(holds, broken):
+    assert bool(violations(holds, 1, 1.5, 1.0)) == broken

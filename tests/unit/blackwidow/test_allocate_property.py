@@ -1,0 +1,152 @@
+"""blackwidow.upstream.allocate over many ticks: a simulated hub store (holds written ahead, dropped after a
+cycle), ticks that crash before writing, polls that get lost, nodes that come and go. Whatever happens, the
+holds ever written and the windows nodes ever received keep the safety rule; in steady state, shares,
+freshness and budget use are what docs/upstream.md promises."""
+import random
+from dataclasses import dataclass, field
+
+import pytest
+
+from blackwidow.upstream.allocate import Demand, IdentityState, Params, allocate
+from blackwidow.upstream.limits import Limits, binding_rate, default_limits
+from blackwidow.upstream.slots import edge_violations, violations
+from shared.wire import Budget, Window
+
+P = Params()
+POLL_S = 2.0
+
+
+@dataclass
+class Sim:
+    limits: Limits
+    now: float = 50_000.0
+    gen: int = 0
+    paused_until: float | None = None
+    store: dict = field(default_factory=dict)       # (slot, start) -> Hold: the hub database
+    written: dict = field(default_factory=dict)     # every hold ever written, newest version
+    received: dict = field(default_factory=dict)    # node -> newest Budget it applied
+    sent: list = field(default_factory=list)        # (node, Window) ever applied by a node
+
+    def tick(self, demand: dict, weights: dict, *, crash: bool = False, lost: frozenset = frozenset()) -> None:
+        state = IdentityState("w.example.org", self.limits, self.gen, self.paused_until, tuple(self.store.values()))
+        plan = allocate(state, demand, weights, self.now, P)
+        if self.paused_until is not None and self.paused_until > self.now:
+            for h in plan.writes:                    # nothing starts before the pause ends
+                old = self.store.get((h.slot, h.start))
+                assert h.start >= self.paused_until or (old is not None and old.end >= self.paused_until)
+        if not crash:                                # write ahead, then poll
+            self.gen = plan.gen
+            for h in plan.writes:
+                self.store[(h.slot, h.start)] = self.written[(h.slot, h.start)] = h
+            for h in plan.drops:
+                del self.store[(h.slot, h.start)]
+            for node, budget in plan.budgets.items():
+                if node in lost:
+                    continue
+                old = self.received.get(node)
+                assert old is None or budget.gen > old.gen
+                self.received[node] = budget
+                self.sent += [(node, w) for w in budget.windows]
+        self.now += POLL_S
+
+    def check_safe(self) -> None:
+        rate = binding_rate(self.limits)
+        assert violations(list(self.written.values()), self.limits.in_flight, rate, P.handover_s) == []
+        assert edge_violations(set(self.sent), self.limits.in_flight, rate, P.handover_s) == []
+
+    def slot_seconds(self, lo: float, hi: float) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for h in self.written.values():
+            out[h.node] = out.get(h.node, 0.0) + h.overlap(lo, hi)
+        return out
+
+
+def _random_demand(rng: random.Random, nodes: list[str]) -> dict[str, Demand]:
+    out = {}
+    for node in nodes:
+        if rng.random() < 0.15:
+            continue                                  # did not answer: its demand is not known this tick
+        out[node] = Demand(fresh={t: rng.choice([0, 0, 0, 1]) for t in ("t1", "t2")},
+                           backfill={t: rng.choice([0, 1, 3, 50]) for t in ("t1", "t2", "t3")})
+    return out
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_ticks_keep_every_written_hold_and_every_received_window_safe(seed):
+    rng = random.Random(seed)
+    limits = rng.choice([default_limits("en.wikipedia.org"), default_limits("en.wikipedia.org", "bot"),
+                         Limits(2, 4.0, None), Limits(5, 20.0, 600)])
+    sim = Sim(limits)
+    nodes = [f"n{i}" for i in range(rng.randint(1, 5))]
+    weights = {"t1": rng.choice([0.5, 1.0, 4.0]), "t2": 1.0, "t3": rng.choice([1.0, 2.0])}
+    for _ in range(400):
+        if rng.random() < 0.03:
+            nodes.append(f"n{len(nodes)}")            # a node joins
+        if rng.random() < 0.03 and len(nodes) > 1:
+            nodes.remove(rng.choice(nodes))           # a node dies: its holds still count until they end
+        if rng.random() < 0.01:
+            sim.paused_until = sim.now + rng.uniform(1, 60)   # a 429 or maxlag somewhere
+        lost = frozenset(n for n in nodes if rng.random() < 0.1)
+        sim.tick(_random_demand(rng, nodes), weights, crash=rng.random() < 0.05, lost=lost)
+    sim.check_safe()
+    assert sim.written
+
+
+def _run(sim: Sim, demand: dict, weights: dict, seconds: float) -> None:
+    for _ in range(int(seconds / POLL_S)):
+        sim.tick(demand, weights)
+
+
+@pytest.mark.parametrize("limits", [default_limits("en.wikipedia.org"), default_limits("en.wikipedia.org", "bot")])
+def test_slot_time_is_split_by_tenant_weight_over_a_cycle_and_the_budget_is_used(limits):
+    demand = {"a": Demand(backfill={"t1": 5}), "b": Demand(backfill={"t2": 5, "t1": 5}),
+              "c": Demand(backfill={"t3": 5})}
+    weights = {"t1": 1.0, "t2": 2.0, "t3": 3.0}
+    sim = Sim(limits)
+    _run(sim, demand, weights, 2 * P.cycle_s)           # warm up: a full history to balance against
+    start = sim.now
+    _run(sim, demand, weights, 3 * P.cycle_s)
+    for lo in (start, start + P.cycle_s, start + 2 * P.cycle_s):
+        per_node = sim.slot_seconds(lo, lo + P.cycle_s)
+        available = limits.in_flight * P.cycle_s
+        assert sum(per_node.values()) / available >= 0.9
+        # a node's slot-time goes to its tenants by the weights its Budget carries (the spawn's WFQ)
+        per_tenant: dict[str, float] = {}
+        for node, seconds in per_node.items():
+            shares = sim.received[node].weights
+            for tenant, share in shares.items():
+                per_tenant[tenant] = per_tenant.get(tenant, 0.0) + seconds * share / sum(shares.values())
+        total = sum(per_tenant.values())
+        for tenant, weight in weights.items():
+            assert per_tenant[tenant] >= 0.9 * total * weight / sum(weights.values()), (tenant, per_tenant)
+    sim.check_safe()
+
+
+def test_a_node_with_freshness_demand_is_served_within_one_window_however_large_the_backfill():
+    sim = Sim(default_limits("en.wikipedia.org"))
+    backfill = {f"b{i}": Demand(backfill={"t1": 10_000}) for i in range(4)}
+    weights = {"t1": 1000.0}
+    _run(sim, backfill, weights, 300)
+    for _ in range(3):
+        asked = sim.now
+        _run(sim, {**backfill, "f": Demand(fresh={"t2": 1})}, weights, POLL_S)
+        for _ in range(100):
+            if any(h.node == "f" and h.end > asked for h in sim.written.values()):
+                break
+            _run(sim, {**backfill, "f": Demand(fresh={"t2": 1})}, weights, POLL_S)
+        got = min(h.start for h in sim.written.values() if h.node == "f" and h.end > asked)
+        assert got - asked <= P.window_s + P.horizon_s + P.handover_s + POLL_S
+        _run(sim, backfill, weights, 60)
+    sim.check_safe()
+
+
+def test_a_window_a_lost_poll_never_delivered_is_still_respected():
+    sim = Sim(default_limits("en.wikipedia.org"))
+    sim.tick({"a": Demand(backfill={"t1": 1})}, {}, lost=frozenset({"a"}))
+    (hold,) = sim.store.values()
+    sim.tick({"b": Demand(backfill={"t1": 1})}, {})
+    assert sim.received["b"].windows == ()
+    _run(sim, {"b": Demand(backfill={"t1": 1})}, {}, hold.end - sim.now + P.handover_s + POLL_S)
+    assert sim.received["b"].windows[0].start >= hold.end + P.handover_s
+    assert isinstance(sim.received["b"], Budget) and isinstance(sim.received["b"].windows[0], Window)
+    sim.check_safe()
