@@ -150,6 +150,25 @@ def test_a_bot_password_login_through_the_edge_is_metered_as_its_own_identity(ed
     assert credentials.password not in logged and session not in logged
 
 
+def test_an_authorization_header_or_an_account_login_is_an_authenticated_identity(edge: Edge, writable_wiki):
+    user_agent = _user_agent("credentials")
+    offset = edge.log_offset()
+    bearer = edge.session(user_agent)
+    bearer.headers["Authorization"] = f"Bearer {uuid.uuid4().hex}"
+    assert bearer.get(edge.writable_api_url, params=SITEINFO, timeout=TIMEOUT).status_code == 200
+    time.sleep(1.0 / edge.anonymous.per_s)
+
+    admin = writable_wiki.admin(edge.writable_api_url, user_agent)
+    assert admin.call(action="query", meta="userinfo")["query"]["userinfo"]["name"] == "Admin"
+    (session,) = [c.value for c in admin.http.cookies if c.name.endswith("_session") and c.value]
+
+    first, *login, last = edge.read_log(offset, user_agent=user_agent, at_least=4)
+    assert (first.identity_class, first.identity) == ("auth", fingerprint(bearer.headers["Authorization"]))
+    # the login itself is anonymous: the session it starts only counts once it belongs to an account
+    assert {(line.identity_class, line.identity) for line in login} == {("anon", fingerprint(user_agent))}
+    assert (last.identity_class, last.identity) == ("auth", fingerprint(session))
+
+
 def test_a_stricter_edge_meters_per_minute_and_in_flight(edge: Edge):
     settings = {"BW_EDGE_ANON_PER_S": "100", "BW_EDGE_ANON_BURST_S": "100", "BW_EDGE_ANON_PER_MIN": "12",
                 "BW_EDGE_ANON_BURST_MIN": "4", "BW_EDGE_ANON_IN_FLIGHT": "1"}
