@@ -154,7 +154,8 @@ def test_an_authorization_header_or_an_account_login_is_an_authenticated_identit
     user_agent = _user_agent("credentials")
     offset = edge.log_offset()
     bearer = edge.session(user_agent)
-    bearer.headers["Authorization"] = f"Bearer {uuid.uuid4().hex}"
+    token = f"Bearer {uuid.uuid4().hex}"
+    bearer.headers["Authorization"] = token
     assert bearer.get(edge.writable_api_url, params=SITEINFO, timeout=TIMEOUT).status_code == 200
     time.sleep(1.0 / edge.anonymous.per_s)
 
@@ -163,7 +164,7 @@ def test_an_authorization_header_or_an_account_login_is_an_authenticated_identit
     (session,) = [c.value for c in admin.http.cookies if c.name.endswith("_session") and c.value]
 
     first, *login, last = edge.read_log(offset, user_agent=user_agent, at_least=4)
-    assert (first.identity_class, first.identity) == ("auth", fingerprint(bearer.headers["Authorization"]))
+    assert (first.identity_class, first.identity) == ("auth", fingerprint(token))
     # the login itself is anonymous: the session it starts only counts once it belongs to an account
     assert {(line.identity_class, line.identity) for line in login} == {("anon", fingerprint(user_agent))}
     assert (last.identity_class, last.identity) == ("auth", fingerprint(session))
