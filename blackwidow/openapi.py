@@ -36,8 +36,9 @@ SCHEMAS = {
     "Subscription": _obj({
         "id": _ID, "tenant_id": _ID,
         "wiki": {"type": "string", "description": "Canonical api.php URL."},
-        "title": {"type": "string", "description": "Normalized title."},
-        "source_uuid": {**_ID, "description": "uuid5(canonical wiki URL + title); shared by every tenant."},
+        "title": {"type": "string", "description": "The title as typed ('_' as space, trimmed; case kept)."},
+        "source_uuid": {**_ID, "description": "uuid5(canonical wiki URL + title as typed); shared by every "
+                        "tenant that typed the same title."},
         "page_key": {**_ID, "nullable": True, "readOnly": True,
                      "description": "source_uuid of the article the wiki resolved the title to (a redirect's "
                      "target), once a spawn reported it; subscriptions route on it when known."},

@@ -131,7 +131,8 @@ def check_uuid(value: str, name: str) -> str:
 
 
 def check_title(value: str) -> str:
-    """MediaWiki's normalization, then its rules: non-empty, at most 255 UTF-8 bytes, no #<>[]|{}."""
+    """The title as typed ('_' as space, trimmed; never re-cased, the wiki decides what it names), then
+    MediaWiki's rules: non-empty, at most 255 UTF-8 bytes, no #<>[]|{}."""
     if _ILLEGAL_TITLE.search(value):
         raise ValidationError("'title' contains a character MediaWiki forbids (#<>[]|{} or a control "
                               "character)", field="title")
@@ -153,7 +154,8 @@ _TENANT_QUOTA = _quota("Maximum revisions over all the tenant's subscriptions; n
 _SUB_QUOTA = _quota("Maximum revisions harvested for this subscription; null = unlimited.")
 _TENANT_ID = Field("tenant_id", "string", "Owning tenant.", check=lambda v: check_uuid(v, "tenant_id"))
 _WIKI = Field("wiki", "string", "The wiki's api.php URL; its host must be allowlisted.", max_length=2048)
-_TITLE = Field("title", "string", "Article title (normalized as MediaWiki does).", check=check_title)
+_TITLE = Field("title", "string", "Article title as typed ('_' read as a space, surrounding spaces dropped; the "
+               "case is kept, and the wiki's own resolution decides which page it names).", check=check_title)
 _CONTENT = Field("content", "boolean", "Fetch wikitext (true) or metadata only (false, the default).")
 _ENABLED = Field("enabled", "boolean",
                  "false disables the subscription (state disabled); true re-enables it.")
@@ -198,7 +200,7 @@ NODE_REGISTER = (Field("url", "string", "The spawn's advertised base URL (http o
 class NewSubscription:
     tenant_id: str
     wiki: str               # canonical api.php URL
-    title: str              # normalized
+    title: str              # as typed: '_' as space, trimmed, case kept
     source_uuid: str
     quota: int | None
     content: bool

@@ -33,14 +33,16 @@ def wiki_key(url: str) -> str:
 
 
 def normalize_title(title: str) -> str:
-    """MediaWiki's default normalization for first-letter-case wikis: '_' -> ' ', collapsed
-    whitespace, first character uppercased. The wiki's own answer still wins at harvest time."""
-    t = " ".join(title.replace("_", " ").split())
-    return t[:1].upper() + t[1:] if t else t
+    """The title as typed, spelled the way every wiki agrees on: '_' -> ' ', whitespace trimmed and
+    collapsed. The case is left alone: on a wiki with $wgCapitalLinks = false (Wiktionary) 'apple' and
+    'Apple' are two pages, so only the wiki's own resolution (the spawn's page key) may merge them."""
+    return " ".join(title.replace("_", " ").split())
 
 
 def source_uuid(wiki_url: str, title: str) -> uuid.UUID:
-    """Every subscription on the same article, from any tenant, shares this id."""
+    """Every subscription on the same title as typed, from any tenant, shares this id. Two spellings of
+    one article (a lower-case first letter, a redirect) share a fetcher through the page key instead:
+    source_uuid of the wiki's own title, which the spawn reports once it has resolved the title."""
     return uuid.uuid5(SOURCE_NAMESPACE, canonical_wiki_url(wiki_url) + "\n" + normalize_title(title))
 
 

@@ -31,9 +31,9 @@ def test_api_round_trip(db_url, maker):  # noqa: F811
 
     one = api.simulate_post("/v1/subscriptions", json={"tenant_id": tenant["id"], "wiki": LOCAL_WIKI,
                                                        "title": "main_page", "quota": 5})
-    assert one.status_code == 201 and one.json["title"] == "Main page"
+    assert one.status_code == 201 and one.json["title"] == "main page"          # as typed, '_' as space
     assert api.simulate_post("/v1/subscriptions", json={"tenant_id": tenant["id"], "wiki": LOCAL_WIKI,
-                                                        "title": "Main page"}).status_code == 409
+                                                        "title": " main page"}).status_code == 409
     defaults = {"tenant_id": tenant["id"], "wiki": LOCAL_WIKI}
     bulk = api.simulate_post("/v1/subscriptions/bulk",
                              json={**defaults, "items": [{"title": f"Page {i}"} for i in range(25)]})

@@ -18,8 +18,8 @@ def test_create_returns_the_canonical_subscription(api, tenant):
     assert resp.status_code == 201
     sub = resp.json
     assert set(sub) == FIELDS
-    assert (sub["wiki"], sub["title"], sub["quota"], sub["content"]) == (LOCAL_WIKI, "Main page", 3, True)
-    assert sub["source_uuid"] == str(source_uuid(LOCAL_WIKI, "Main page"))
+    assert (sub["wiki"], sub["title"], sub["quota"], sub["content"]) == (LOCAL_WIKI, "main page", 3, True)
+    assert sub["source_uuid"] == str(source_uuid(LOCAL_WIKI, "main page"))
     assert (sub["state"], sub["node"], sub["enabled"], sub["revisions"]) == ("pending", None, True, 0)
     assert sub["page_key"] is None              # until a spawn resolved the title
     assert resp.headers["location"] == f"/v1/subscriptions/{sub['id']}"
@@ -33,6 +33,17 @@ def test_same_article_twice_is_409_but_other_tenants_share_the_source(api, tenan
     other = api.simulate_post("/v1/tenants", json={"name": "other"}).json
     theirs = add(api, other, "Main Page").json
     assert theirs["source_uuid"] == first["source_uuid"] and theirs["id"] != first["id"]
+
+
+def test_titles_are_kept_as_typed_and_two_spellings_are_two_subscriptions(api, tenant):
+    lower = add(api, tenant, " synthetic_article 1 ").json
+    assert lower["title"] == "synthetic article 1"                    # what the wiki, dashboard and CLI see
+    assert lower["source_uuid"] == str(source_uuid(LOCAL_WIKI, "synthetic article 1"))
+    # on a wiki without first-letter capitals these are two pages; where they are one, the spawn's page key
+    # gives both one fetcher, so the hub need not guess which wiki does what
+    upper = add(api, tenant, "Synthetic article 1")
+    assert upper.status_code == 201 and upper.json["source_uuid"] != lower["source_uuid"]
+    assert add(api, tenant, "synthetic article 1").status_code == 409   # the same spelling twice
 
 
 def test_page_key_is_read_only(api, tenant):
@@ -64,7 +75,7 @@ def test_bulk_is_all_or_nothing(api, tenant):
     other = api.simulate_post("/v1/tenants", json={"name": "other"}).json
     defaults = {"tenant_id": tenant["id"], "wiki": LOCAL_WIKI}
     resp = api.simulate_post("/v1/subscriptions/bulk", json={**defaults, "items": [
-        {"title": "New"}, {"title": "Exists"}, {"title": "Twice"}, {"title": "twice"},
+        {"title": "New"}, {"title": "Exists"}, {"title": "Twice"}, {"title": " Twice_"},
         {"title": "Elsewhere", "tenant_id": other["id"], "wiki": ENWIKI},
         {"title": "Ghost", "tenant_id": "1b4e28ba-2fa1-41d2-883f-0016d3cca427"}]})
     assert resp.status_code == 422

@@ -25,9 +25,16 @@ def test_bad_titles(title, field):
 
 
 def test_title_limits_count_utf8_bytes_after_normalization():
-    assert validation.check_title("é" * 127 + "e") == "É" + "é" * 126 + "e"
-    assert validation.check_title("x" * 255) == "X" + "x" * 254
-    assert validation.check_title("  main_page  ") == "Main page"
+    assert validation.check_title("é" * 127 + "e") == "é" * 127 + "e"
+    assert validation.check_title("x" * 255) == "x" * 255
+    assert validation.check_title(" " + "x" * 255 + "_") == "x" * 255
+    assert validation.check_title("  main_page  ") == "main page"           # the case as typed
+
+
+def test_a_title_is_sent_as_typed():
+    for typed, kept in (("apple", "apple"), ("iPhone", "iPhone"), ("Synthetic_article 1", "Synthetic article 1"),
+                        ("synthetic  article_1 ", "synthetic article 1")):
+        assert validation.check_title(typed) == kept
 
 
 def test_unknown_and_missing_fields_are_named():
@@ -51,8 +58,8 @@ def test_subscription_is_canonical_and_shares_the_source_uuid():
     new = validation.parse_subscription(
         {"tenant_id": TENANT.upper(), "wiki": "HTTPS://EN.wikipedia.org/w/api.php", "title": "foo_bar"},
         ALLOW)
-    assert (new.tenant_id, new.wiki, new.title) == (TENANT, ENWIKI, "Foo bar")
-    assert new.source_uuid == str(source_uuid(ENWIKI, "Foo bar"))
+    assert (new.tenant_id, new.wiki, new.title) == (TENANT, ENWIKI, "foo bar")
+    assert new.source_uuid == str(source_uuid(ENWIKI, " foo bar"))
     assert (new.quota, new.content, new.enabled) == (None, False, True)
 
 

@@ -32,16 +32,20 @@ def test_canonical_wiki_url_drops_default_port_query_and_case():
     assert wiki_key("http://127.0.0.1:8780/api.php") == "127.0.0.1:8780"
 
 
-def test_titles_normalize_like_mediawiki():
-    assert normalize_title("  foo_bar   baz ") == "Foo bar baz"
-    assert normalize_title("ünïcödé") == "Ünïcödé"
+def test_titles_keep_their_case_and_read_underscores_as_spaces():
+    assert normalize_title("  foo_bar   baz ") == "foo bar baz"
+    assert normalize_title("ünïcödé") == "ünïcödé"
+    assert normalize_title("Apple") == "Apple"
 
 
-def test_same_article_from_any_spelling_shares_a_source_uuid():
-    a = source_uuid("https://en.wikipedia.org/w/api.php", "pyrus_communis")
-    b = source_uuid("HTTPS://en.wikipedia.org:443/w/api.php", "Pyrus communis")
+def test_one_title_from_any_spelling_of_url_and_spaces_shares_a_source_uuid():
+    a = source_uuid("https://en.wikipedia.org/w/api.php", "Pyrus_communis")
+    b = source_uuid("HTTPS://en.wikipedia.org:443/w/api.php", " Pyrus  communis ")
     assert a == b
     assert a != source_uuid("https://de.wikipedia.org/w/api.php", "Pyrus communis")
+    # two pages on a wiki without first-letter capitals (Wiktionary): only the wiki's page key may merge them
+    assert source_uuid("https://en.wiktionary.org/w/api.php", "apple") != \
+        source_uuid("https://en.wiktionary.org/w/api.php", "Apple")
 
 
 def test_node_id_ignores_trailing_slash():
