@@ -5,6 +5,10 @@
 #     through the Python driver succeeds. Idempotent: a running node is reused.
 # down: SIGTERM (Cassandra drains), SIGKILL after BW_CASSANDRA_STOP_TIMEOUT_S.  status: exit 0 when CQL answers.
 # nodetool ARGS: Cassandra's nodetool over the local-only JMX port.
+# up-cluster / down-cluster: a second, separate 3-node cluster ("blackwidow-ring") for the node-loss
+#     test, beside the single node: nodes on 127.0.0.2-4, CQL port 9043 on each, storage 7010, JMX
+#     7211-7213, 512 MiB heaps, one seed (127.0.0.2), data in .run/cassandra-ring/node{1,2,3}.
+#     down-cluster stops them and deletes their data. start-node N / stop-node N act on one node.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -90,8 +94,14 @@ where() {
 start() {
   sed -e "s/@NATIVE_PORT@/$PORT/g" -e "s/@STORAGE_PORT@/$STORAGE_PORT/g" \
     "$TOOLS/cassandra.yaml.in" > "$DIR/cassandra.yaml"
+  [ -n "${RING_TOKEN:-}" ] && sed -i -e "s/^cluster_name: .*/cluster_name: blackwidow-ring/" \
+    -e "s/^initial_token: .*/initial_token: $RING_TOKEN/" -e "s/^listen_address: .*/listen_address: $HOST/" \
+    -e "s/^rpc_address: .*/rpc_address: $HOST/" -e "s/- seeds: .*/- seeds: \"$RING_SEED:$STORAGE_PORT\"/" \
+    "$DIR/cassandra.yaml"
   mkdir -p "$DIR/triggers"
-  local jmx=() jamm
+  local jmx=() jamm unsafe=(-Dcassandra.unsafesystem=true)
+  # a ring node must survive kill -9 with its schema: its system tables go through the commit log
+  [ -n "${RING_TOKEN:-}" ] && unsafe=()
   # local-only JMX (for nodetool); the RMI server shares the port instead of taking a random one
   [ -n "$JMX_PORT" ] && jmx=(-Dcassandra.jmx.local.port="$JMX_PORT" -Dcom.sun.management.jmxremote.rmi.port="$JMX_PORT")
   jamm=$(ls "$LIB"/jamm-*.jar | head -n1)
@@ -109,7 +119,7 @@ start() {
     -Dcassandra.skip_wait_for_gossip_to_settle=0 \
     -Dcassandra.ring_delay_ms=100 \
     -Dcassandra.superuser_setup_delay_ms=0 \
-    -Dcassandra.unsafesystem=true \
+    "${unsafe[@]}" \
     -cp "$LIB/*" org.apache.cassandra.service.CassandraDaemon \
     </dev/null >>"$LOG" 2>&1 9>&- &
   echo $! > "$PIDFILE"
@@ -193,10 +203,95 @@ nodetool() {
     org.apache.cassandra.tools.NodeTool -h "$HOST" -p "$JMX_PORT" "$@"
 }
 
+# -- the 3-node cluster -------------------------------------------------------------------------------
+RING_DIR=$ROOT/.run/cassandra-ring
+RING_SEED=127.0.0.2
+# evenly spaced Murmur3 tokens, one per node: no token allocation at first boot
+RING_TOKENS=(-9223372036854775808 -3074457345618258603 3074457345618258602)
+
+ring_node() {                     # set the per-node variables of node $1 (1..3)
+  local n=$1
+  case "$n" in 1|2|3) ;; *) echo "cassandra: node must be 1, 2 or 3, got '$n'" >&2; exit 2 ;; esac
+  DIR=$RING_DIR/node$n; PIDFILE=$DIR/cassandra.pid; LOG=$DIR/cassandra.log
+  HOST=127.0.0.$((n + 1)); PORT=${BW_CASSANDRA_RING_PORT:-9043}; STORAGE_PORT=7010; JMX_PORT=$((7210 + n))
+  HEAP=${BW_CASSANDRA_RING_HEAP:-512M}; RING_TOKEN=${RING_TOKENS[$((n - 1))]}
+}
+
+start_node() {
+  ring_node "$1"
+  mkdir -p "$DIR"
+  local pid version t0=$SECONDS
+  if pid=$(our_pid); then echo "cassandra: ring node $1 already running, pid $pid"; return 0; fi
+  start
+  pid=$(cat "$PIDFILE")
+  if ! version=$(cql_ready "$READY_TIMEOUT_S" "$pid"); then
+    echo "cassandra: ring node $1 did not become ready (pid $pid); see $LOG" >&2
+    grep -E -A3 '^(ERROR|Exception)' "$LOG" | head -n 20 >&2
+    exit 1
+  fi
+  echo "cassandra: ring node $1 (pid $pid) ready on $HOST:$PORT in $((SECONDS - t0)) s"
+}
+
+stop_node() {
+  ring_node "$1"
+  local pid i
+  if pid=$(our_pid); then
+    kill -TERM "$pid"
+    for ((i = 0; i < STOP_TIMEOUT_S * 2; i++)); do is_node "$pid" || break; sleep 0.5; done
+    is_node "$pid" && kill -KILL "$pid"
+  fi
+  rm -f "$PIDFILE"
+}
+
+up_cluster() {
+  mkdir -p "$RING_DIR"
+  exec 9>"$RING_DIR/.lock"
+  flock 9
+  install
+  fetch
+  local n
+  for n in 1 2 3; do start_node "$n"; done        # one after another: the seed first
+  "$PY" - "$RING_SEED" "${BW_CASSANDRA_RING_PORT:-9043}" "$READY_TIMEOUT_S" <<'PY'
+import sys, time
+from cassandra.cluster import Cluster
+host, port, timeout = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+deadline = time.monotonic() + timeout
+while True:
+    cluster = Cluster([host], port=port, protocol_version=5)
+    try:
+        cluster.connect()
+        up = [h for h in cluster.metadata.all_hosts() if h.is_up]
+        if len(up) == 3:
+            print("cassandra: ring of 3 nodes up:", ", ".join(sorted(h.address for h in up)))
+            break
+    except Exception:
+        pass
+    finally:
+        cluster.shutdown()
+    if time.monotonic() > deadline:
+        sys.exit("cassandra: the 3 ring nodes did not see each other in time")
+    time.sleep(1)
+PY
+}
+
+down_cluster() {
+  mkdir -p "$RING_DIR"
+  exec 9>"$RING_DIR/.lock"
+  flock 9
+  local n
+  for n in 3 2 1; do stop_node "$n"; done
+  rm -rf "${RING_DIR:?}"/node*
+  echo "cassandra: ring stopped, its data deleted"
+}
+
 case "${1:-}" in
   up) up ;;
   down) down ;;
   status) status ;;
   nodetool) shift; nodetool "$@" ;;
-  *) echo "usage: $0 up|down|status|nodetool ARGS..." >&2; exit 2 ;;
+  up-cluster) up_cluster ;;
+  down-cluster) down_cluster ;;
+  start-node) start_node "${2:-}" ;;
+  stop-node) stop_node "${2:-}" ;;
+  *) echo "usage: $0 up|down|status|nodetool ARGS...|up-cluster|down-cluster|start-node N|stop-node N" >&2; exit 2 ;;
 esac

@@ -6,6 +6,7 @@ import threading
 import uuid
 
 import pytest
+from cassandra.query import BatchStatement
 
 from shared.revisions.cassandra_store import CassandraRevisionStore, cluster_for
 from shared.revisions.derived import month_of
@@ -157,6 +158,48 @@ def test_two_writers_of_one_page_at_once_keep_the_counts_exact(cassandra_keyspac
         assert months == want
         state = stores[1].page(wiki, 11)
         assert (state.revisions, state.latest_rev_id) == (240, revisions[-1].rev_id)
+    finally:
+        for c in clusters:
+            c.shutdown()
+
+
+class CommitsLate:
+    """A session whose first batch (the writer's commit of its counts) waits until told: the writer has
+    counted, and another writer stores rows and commits meanwhile."""
+
+    def __init__(self, session):
+        self._session, self.counted, self.go, self._first = session, threading.Event(), threading.Event(), True
+
+    def __getattr__(self, name):
+        return getattr(self._session, name)
+
+    def execute(self, statement, *args, **kwargs):
+        if isinstance(statement, BatchStatement) and self._first:
+            self._first = False
+            self.counted.set()
+            self.go.wait(30)
+        return self._session.execute(statement, *args, **kwargs)
+
+
+def test_a_writer_whose_commit_lands_last_with_a_smaller_count_does_not_lower_it(cassandra_keyspace, wiki):
+    """Spawn A counts its month, then stalls; spawn B writes the rest of that month and commits; A's
+    commit lands last. The previous writer kept A's count (10 of 20); the count must stay exact."""
+    revisions = make_history(wiki, 12, 20, step=timedelta(hours=1))          # one month
+    clusters = [cluster_for(HOSTS, PORT) for _ in range(2)]
+    try:
+        a, b = (CassandraRevisionStore(c.connect(), cassandra_keyspace) for c in clusters)
+        late = a._session = CommitsLate(a._session)
+        writer = threading.Thread(target=a.write, args=(revisions[:10],))
+        writer.start()
+        assert late.counted.wait(30)
+        b.write(revisions[10:])
+        late.go.set()
+        writer.join(30)
+        assert b.page(wiki, 12).revisions == 20
+        session = clusters[1].connect()
+        assert [tuple(row) for row in session.execute(session.prepare(
+            f"SELECT month, revisions FROM {cassandra_keyspace}.page_months WHERE wiki = ? AND page_id = ?"),
+            (wiki, 12))] == [(month_of(revisions[0].timestamp), 20)]
     finally:
         for c in clusters:
             c.shutdown()
