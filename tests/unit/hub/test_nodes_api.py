@@ -1,3 +1,5 @@
+from datetime import timedelta
+
 from blackwidow.models import Node, Subscription
 from shared.hashing import node_id_for
 from tests.fixtures.hub import ADMIN, LOCAL_WIKI, NODE
@@ -42,3 +44,32 @@ def test_bad_registrations(api):
                         ({"url": 5}, "url"), ({"url": URL, "name": "x"}, "name")):
         resp = api.simulate_post("/v1/nodes", json=body, headers=NODE)
         assert (resp.status_code, resp.json["error"]["field"]) == (422, field), body
+
+
+def test_a_node_that_keeps_restarting_is_evicted_and_refused_until_its_quarantine_ends(api, hub_maker):
+    # the defaults: 3 registrations of a known node within 300 s quarantine it for 600 s
+    first = api.simulate_post("/v1/nodes", json={"url": URL}, headers=NODE)
+    assert first.status_code == 201
+    for _ in range(2):          # restarted twice: still accepted, the count resets nothing else
+        assert api.simulate_post("/v1/nodes", json={"url": URL}, headers=NODE).status_code == 200
+    third = api.simulate_post("/v1/nodes", json={"url": URL}, headers=NODE)
+    assert third.status_code == 503 and third.json["error"]["field"] == "url"
+    assert "restarted too often" in third.json["error"]["message"]
+    assert 590 <= int(third.headers["Retry-After"]) <= 600
+    with hub_maker.begin() as session:          # evicted: the scheduler moves its work
+        node = session.get(Node, first.json["id"])
+        assert node.state == "dead" and node.quarantined_until is not None
+        node.quarantined_until = node.quarantined_until - timedelta(seconds=601)     # the quarantine is over
+    back = api.simulate_post("/v1/nodes", json={"url": URL}, headers=NODE)
+    assert back.status_code == 200
+    assert api.simulate_get(f"/v1/nodes/{first.json['id']}").json["state"] == "live"
+
+
+def test_restarts_far_apart_never_quarantine(api, hub_maker):
+    node_id = api.simulate_post("/v1/nodes", json={"url": URL}, headers=NODE).json["id"]
+    for _ in range(5):
+        with hub_maker.begin() as session:      # each restart comes after the window
+            node = session.get(Node, node_id)
+            if node.restarts_since is not None:
+                node.restarts_since = node.restarts_since - timedelta(seconds=301)
+        assert api.simulate_post("/v1/nodes", json={"url": URL}, headers=NODE).status_code == 200

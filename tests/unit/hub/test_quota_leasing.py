@@ -120,3 +120,63 @@ def test_a_quota_set_on_an_unlimited_tenant_grants_nothing_until_unleased_copies
     settled = soon + timedelta(seconds=leasing.params_for(config).settle_s)
     grown = grant(hub_maker, snapshot(hub_maker), frozenset({node}), config, settled, leasing.QuotaMemory())
     assert sum(lease.cap for lease in grown.for_node(node).values()) == 100
+
+
+def unleased_report(node, snap, ids, count):
+    """The node still runs the tenant's subscriptions as they were sent before the quota: without a lease."""
+    subs = tuple(SubscriptionStatus(id=sid, state="running", revisions=count,
+                                    spec={**snap.subscriptions[sid].spec.to_dict(), "leased": False})
+                 for sid in ids)
+    return StatusReport(node_id=node, boot_id="boot-1", attached=True, subscriptions=subs)
+
+
+def test_a_tick_that_began_before_the_quota_was_set_never_shortens_the_freeze(api, hub_maker, sqlite_url):
+    tenant, ids, node = setup(api, hub_maker, quota=None)
+    config = hub_config(sqlite_url)
+    memory = leasing.QuotaMemory()
+    began = datetime.now(timezone.utc) - timedelta(seconds=5)    # a (slow) tick starts...
+    assert api.simulate_patch(f"/v1/tenants/{tenant['id']}", json={"quota": 100}).status_code == 200
+    with hub_maker.begin() as session:                       # ...the admin API sets a quota meanwhile
+        set_at = session.get(Tenant, tenant["id"]).unleased_at.replace(tzinfo=timezone.utc)
+    snap = snapshot(hub_maker)
+    lease_round = grant(hub_maker, snap, frozenset({node}), config, began, memory)
+    # the tick learns of the copies still running without a lease, stamped with its own (earlier) time
+    learn(hub_maker, lease_round, snap, {node: unleased_report(node, snap, ids, 7)}, began, memory)
+    with hub_maker.begin() as session:
+        assert session.get(Tenant, tenant["id"]).unleased_at.replace(tzinfo=timezone.utc) == set_at
+    # so nothing grows until settle_s after the quota appeared, not after the tick began
+    just_before = set_at + timedelta(seconds=leasing.params_for(config).settle_s - 0.5)
+    frozen = grant(hub_maker, snapshot(hub_maker), frozenset({node}), config, just_before, memory)
+    assert {lease.cap for lease in frozen.for_node(node).values()} == {7}    # the counts: nothing grows
+
+
+def test_a_deleted_subscriptions_lease_goes_with_its_last_holder(api, hub_maker, sqlite_url):
+    tenant, ids, node = setup(api, hub_maker)
+    config = hub_config(sqlite_url)
+    memory = leasing.QuotaMemory()
+    snap = snapshot(hub_maker)
+    first = grant(hub_maker, snap, frozenset({node}), config, T0, memory)
+    learn(hub_maker, first, snap, {node: report(node, snap, {ids[0]: 20, ids[1]: 5}, first)}, T0, memory)
+    with hub_maker.begin() as session:
+        for sid, n in ((ids[0], 20), (ids[1], 5)):
+            session.execute(sa.update(Subscription).where(Subscription.id == sid).values(revisions=n))
+    assert api.simulate_delete(f"/v1/subscriptions/{ids[0]}").status_code == 204
+
+    # the next tick: the node answers without it (its spawn dropped it) and the holder is released
+    later = T0 + timedelta(seconds=2)
+    snap = snapshot(hub_maker)
+    second = grant(hub_maker, snap, frozenset({node}), config, later, memory)
+    assert ids[0] in second.states                           # still counted while the node may spend it
+    learn(hub_maker, second, snap, {node: report(node, snap, {ids[1]: 5}, second)}, later, memory)
+    with hub_maker.begin() as session:
+        stored = leases.load(session)
+    assert set(stored.states) == {ids[1]}                    # no row left behind for the deleted one
+    reserved = session_reserved(hub_maker, tenant["id"])
+    assert reserved == stored.states[ids[1]].charge(5)       # the deleted one's charge is gone from it
+    body = api.simulate_get(f"/v1/tenants/{tenant['id']}").json
+    assert (body["used"], body["leased"]) == (5, reserved - 5)
+
+
+def session_reserved(hub_maker, tenant_id):
+    with hub_maker.begin() as session:
+        return session.get(Tenant, tenant_id).reserved
