@@ -15,6 +15,7 @@ from alembic.script import ScriptDirectory
 from shared.hashing import wiki_key
 from shared.revisions.cassandra_store import CassandraRevisionStore
 from tests.support import packaging
+from tests.support.databases import fresh_database
 from tests.support.processes import ROOT, LoggedProcess, free_port, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -54,15 +55,8 @@ def installed(tmp_path_factory) -> Installed:
 
 @pytest.fixture
 def pg_url(postgres_url):
-    """A fresh database of this test's own on the local server, dropped afterwards."""
-    name = f"bw_wheel_{uuid.uuid4().hex[:10]}"
-    admin = sa.create_engine(postgres_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    yield postgres_url.rsplit("/", 1)[0] + "/" + name
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
+    with fresh_database(postgres_url, "bw_wheel") as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
