@@ -234,17 +234,20 @@ class MediaWikiClient:
             raise AuthRefused(f"the wiki refused the credentials of {budget.identity}: {budget.auth_error}")
         auth = self.auth.for_identity(budget.identity, budget.budget.credential if budget.budget else None)
 
-        def send(request: dict, post: bool = False) -> dict:
+        def send(request: dict, post: bool = False, login: bool = False) -> dict:
             with budget.slot(demand, cancel, on_wait) as permit:
-                return self._once(request, auth=auth, permit=permit, post=post)
+                return self._once(request, auth=auth, permit=permit, post=post, login=login)
+
+        def login_send(request: dict, post: bool = False) -> dict:
+            return send(_plain(request), post, login=True)
         try:
-            auth.ensure(lambda p, post=False: send(_plain(p), post))
+            auth.ensure(login_send)
             try:
                 return send(params)
             except ApiError as exc:
                 if exc.code != "assertuserfailed" or not auth.lapsed():
                     raise
-            auth.ensure(lambda p, post=False: send(_plain(p), post))
+            auth.ensure(login_send)
             return send(params)
         except LoginRefused as exc:
             return self._refused(budget, str(exc))
@@ -259,10 +262,11 @@ class MediaWikiClient:
         raise AuthRefused(f"the wiki refused the credentials of {budget.identity}: {reason}")
 
     def _once(self, params: dict, *, auth: IdentityAuth | None = None, permit: Permit | None = None,
-              post: bool = False) -> dict:
+              post: bool = False, login: bool = False) -> dict:
+        """One request; `login`: a request of the login flow itself (it cannot assert the user yet)."""
         http, timeout = self.http, self.timeout
         if auth is not None:
-            http, params = auth.session, {**params, **auth.params()}
+            http, params = auth.session, params if login else {**params, **auth.params()}
         if permit is not None:
             params = {**params, "maxlag": str(permit.maxlag)} if "maxlag" in params else params
             left = permit.deadline - self._wall_clock()

@@ -108,7 +108,8 @@ class Subscriber:
             if taken:
                 self.delivered += len(taken)
                 self.last_rev_id = taken[-1]
-                self.last_error = None      # progress: any earlier retry is over
+                if self.state != "waiting":     # a source waiting for its next request keeps saying why
+                    self.last_error = None      # progress: any earlier retry is over
             self._settle_locked()
             return len(taken)
 

@@ -44,6 +44,7 @@ class Wiki:
         self.calls: list[dict] = []
         self.password_ok, self.lapse_after, self.lapse_always = password_ok, lapse_after, lapse_always
         self.logins = 0
+        self.logged_in = False
         responses.add_callback(responses.GET, API, callback=self)
         responses.add_callback(responses.POST, API, callback=self)
 
@@ -54,18 +55,20 @@ class Wiki:
         params["_method"], params["_auth"] = request.method, request.headers.get("Authorization")
         params["_url"] = request.url
         self.calls.append(params)
+        if sum(1 for c in self.calls if c.get("prop") == "info") == self.lapse_after:
+            self.logged_in = False
+        if params.get("assert") == "user" and not (self.logged_in or params["_auth"]):
+            return 200, {"Content-Type": "application/json"}, json.dumps(
+                {"errors": [{"code": "assertuserfailed", "text": "You are no longer logged in."}]})
         if params.get("meta") == "tokens":
             return 200, {"Content-Type": "application/json"}, json.dumps({"query": {"tokens": {"logintoken": "t+\\"}}})
         if params.get("action") == "login":
             self.logins += 1
+            self.logged_in = self.password_ok and not self.lapse_always
             result = {"result": "Success"} if self.password_ok else {
                 "result": "Failed", "reason": {"code": "wrongpassword",
                                                "text": "Incorrect username or password entered. Please try again."}}
             return 200, {"Content-Type": "application/json"}, json.dumps({"login": result})
-        queries = sum(1 for c in self.calls if c.get("prop") == "info")
-        if params.get("assert") == "user" and (self.lapse_always or queries == self.lapse_after):
-            return 200, {"Content-Type": "application/json"}, json.dumps(
-                {"errors": [{"code": "assertuserfailed", "text": "You are no longer logged in."}]})
         return 200, {"Content-Type": "application/json"}, json.dumps(INFO)
 
 
