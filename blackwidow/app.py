@@ -11,6 +11,7 @@ from blackwidow.db import SessionMiddleware, make_sessionmaker
 from blackwidow.api_metrics import MetricsMiddleware
 from blackwidow.resources.dashboard import DashboardPageResource, DashboardResource, RootResource
 from blackwidow.resources.health import HealthResource
+from blackwidow.resources.identities import IdentitiesResource
 from blackwidow.resources.metrics import MetricsResource
 from blackwidow.resources.nodes import NodesResource
 from blackwidow.resources.openapi import OpenApiResource
@@ -45,6 +46,10 @@ def create_app(config: HubConfig, *, sessionmaker: Sessionmaker) -> falcon.App:
 
     app.add_route("/health", HealthResource(sessionmaker, poll_interval_s=config.poll_interval_s))
     app.add_route("/metrics", MetricsResource(sessionmaker))
+    identities = IdentitiesResource(max_body_bytes=config.max_body_bytes, wiki_allowlist=config.wiki_allowlist)
+    app.add_route("/v1/identities", identities)
+    app.add_route("/v1/identities/{identity_id}", identities, suffix="item")
+
     app.add_route("/openapi.json", OpenApiResource())
 
     page = DashboardPageResource()

@@ -1,6 +1,7 @@
 """The OpenAPI 3.0 document served at /openapi.json. Request schemas come from blackwidow.validation's
 field specs, so what is documented is what is enforced; tests check routes and responses against it."""
 from blackwidow import validation
+from blackwidow.upstream import settings as identity_input
 from shared.wire import STATES
 
 _TS = {"type": "string", "format": "date-time"}
@@ -27,7 +28,7 @@ SCHEMAS = {
                                  "field": {"type": "string", "nullable": True}})},
     }, required=["code", "message", "field"])}),
     "Tenant": _obj({
-        "id": _ID, "name": {"type": "string"}, "quota": _QUOTA,
+        "id": _ID, "name": {"type": "string"}, "quota": _QUOTA, "weight": identity_input.WEIGHT_SCHEMA,
         "used": {"type": "integer", "description": "Revisions harvested over all its subscriptions."},
         "leased": {"type": "integer", "description": "Quota leased to spawns and not delivered yet "
                    "(as of the scheduler's last tick; 0 without a quota). used + leased <= quota."},
@@ -67,7 +68,7 @@ SCHEMAS = {
                                       "description": "Older than this, the leader counts as wedged."}},
                    required=["status", "database", "scheduler"]),
     "TenantCreate": validation.schema(validation.TENANT_CREATE),
-    "TenantPatch": validation.schema(validation.TENANT_PATCH),
+    "TenantPatch": validation.schema(validation.TENANT_PATCH),   # + weight, below
     "SubscriptionCreate": validation.schema(validation.SUBSCRIPTION_CREATE),
     "SubscriptionPatch": validation.schema(validation.SUBSCRIPTION_PATCH),
     "SubscriptionBulk": validation.schema(validation.BULK_CREATE),
@@ -96,6 +97,30 @@ SCHEMAS["Dashboard"] = _obj({
                      "items": {"type": "array", "items": _ref("Tenant"),
                                "description": "Most revisions harvested first."}}),
     "reloads": {"type": "array", "items": _ref("Reload"), "description": "Newest first."}})
+SCHEMAS["TenantPatch"]["properties"]["weight"] = identity_input.WEIGHT_SCHEMA
+_NUM = {"type": "number"}
+SCHEMAS["IdentityPut"] = identity_input.schema(patch=False)
+SCHEMAS["IdentityPatch"] = identity_input.schema(patch=True)
+SCHEMAS["Identity"] = _obj({
+    "id": {"type": "string", "description": "The wiki's host[:port]: what the wiki meters, with the credential."},
+    "credential": {"type": "string", "nullable": True,
+                   "description": "Name of the credential the spawns use (never the secret); null: anonymous."},
+    "in_flight": {"type": "integer"}, "per_s": _NUM, "per_min": {"type": "integer", "nullable": True},
+    "slow_after_s": _NUM, "slow_wait_s": _NUM, "maxlag": {"type": "integer"},
+    "rate_per_s": {**_NUM, "description": "Binding rate R = min(per_s, per_min / 60) x 0.95 over all nodes."},
+    "configured": {"type": "boolean", "description": "false: no row yet, the host's defaults apply."},
+    "gen": {"type": "integer", "description": "Generation of the budgets sent last."},
+    "subscriptions": {"type": "integer", "description": "Subscriptions on this wiki."},
+    "in_use": {"type": "integer", "description": "Slots held by nodes right now."},
+    "windows": {"type": "array", "description": "Slot windows handed out and not ended, by start.",
+                "items": _obj({"node": _ID, "slot": {"type": "integer"}, "start": _TS, "end": _TS,
+                               "rate_per_s": _NUM})},
+    "paused_until": {**_NULL_TS, "description": "A 429, Retry-After or maxlag a node saw pauses every node."},
+    "pause_reason": {"type": "string", "nullable": True},
+    "auth_error": {"type": "string", "nullable": True, "description": "The wiki refused the credential."},
+    "auth_error_node": {**_ID, "nullable": True, "description": "The node that saw the refusal."},
+    "created_at": _NULL_TS, "updated_at": _NULL_TS})
+SCHEMAS["IdentityList"] = _obj({"items": {"type": "array", "items": _ref("Identity")}})
 SCHEMAS["BulkCreated"] = _obj({"items": {"type": "array", "items": _ref("Subscription")},
                                "count": {"type": "integer"}})
 
@@ -146,6 +171,11 @@ _WRITE = ("400", "401", "404", "413", "415", "422")
 
 def document() -> dict:
     tenant, sub, node = _path("tenant_id"), _path("sub_id"), _path("node_id")
+    identity = {"name": "identity_id", "in": "path", "required": True, "schema": {"type": "string"},
+                "description": "The wiki's host[:port], e.g. en.wikipedia.org."}
+    put_identity = _op("Set every limit of an identity (the host's defaults for those left out); 201 when "
+                       "created", "200", "Identity", body="IdentityPut", errors=_WRITE, params=[identity])
+    put_identity["responses"]["201"] = put_identity["responses"]["200"]
     register = _op("Register a spawn (idempotent by url: 201 the first time, 200 after)", "200",
                    "RegistrationAck", body="NodeRegistration",
                    errors=("400", "401", "409", "413", "415", "422"), security=[{"nodeSecret": []}])
@@ -170,7 +200,7 @@ def document() -> dict:
             },
             "/v1/tenants/{tenant_id}": {
                 "get": _op("Get a tenant", "200", "Tenant", errors=_READ, params=[tenant]),
-                "patch": _op("Change a tenant's name or quota", "200", "Tenant", body="TenantPatch",
+                "patch": _op("Change a tenant's name, quota or weight", "200", "Tenant", body="TenantPatch",
                              errors=_WRITE + ("409",), params=[tenant]),
                 "delete": _op("Delete a tenant and its subscriptions", "204", None, errors=_READ,
                               params=[tenant]),
@@ -193,6 +223,17 @@ def document() -> dict:
                 "patch": _op("Disable, re-enable, change quota or content", "200", "Subscription",
                              body="SubscriptionPatch", errors=_WRITE, params=[sub]),
                 "delete": _op("Delete a subscription", "204", None, errors=_READ, params=[sub]),
+            },
+            "/v1/identities": {
+                "get": _op("List upstream identities (wikis with a row or a subscription)", "200", "IdentityList",
+                           errors=("401", "422")),
+            },
+            "/v1/identities/{identity_id}": {
+                "get": _op("Get an identity: limits, credential name, windows held, pause", "200", "Identity",
+                           errors=_READ, params=[identity]),
+                "put": put_identity,
+                "patch": _op("Change some limits of an identity, or lift its pause", "200", "Identity",
+                             body="IdentityPatch", errors=_WRITE, params=[identity]),
             },
             "/v1/nodes": {
                 "get": _op("List spawn nodes", "200", "NodeList", errors=("401", "422")),

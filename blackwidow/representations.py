@@ -18,7 +18,7 @@ def tenant(usage: TenantUsage) -> dict:
     used = int(usage.used)
     # reserved by quota leases (sum of charges after the last tick) and not delivered yet
     leased = max(0, (t.reserved or 0) - used) if t.quota is not None else 0
-    return {"id": t.id, "name": t.name, "quota": t.quota, "used": used, "leased": leased,
+    return {"id": t.id, "name": t.name, "quota": t.quota, "weight": t.weight, "used": used, "leased": leased,
             "subscriptions": int(usage.subscriptions),
             "created_at": timestamp(t.created_at), "updated_at": timestamp(t.updated_at)}
 

@@ -2,6 +2,8 @@
 import falcon
 
 from blackwidow import representations, store, validation
+from blackwidow.store.identities import set_tenant_weight
+from blackwidow.upstream.settings import check_weight
 from shared.json_body import read_json
 
 
@@ -26,8 +28,15 @@ class TenantsResource:
         resp.media = representations.tenant(store.tenant_usage(req.context.session, str(tenant_id)))
 
     def on_patch_item(self, req, resp, tenant_id) -> None:
-        changes = validation.parse(read_json(req, self._max_body), validation.TENANT_PATCH)
+        body = read_json(req, self._max_body)
+        weight = None
+        if isinstance(body, dict) and "weight" in body:       # upstream share (docs/upstream.md)
+            weight = check_weight(body["weight"])
+            body = {k: v for k, v in body.items() if k != "weight"}
+        changes = validation.parse(body, validation.TENANT_PATCH)
         tenant = store.update_tenant(req.context.session, str(tenant_id), changes)
+        if weight is not None:
+            set_tenant_weight(req.context.session, tenant.id, weight)
         resp.media = representations.tenant(store.tenant_usage(req.context.session, tenant.id))
 
     def on_delete_item(self, req, resp, tenant_id) -> None:
