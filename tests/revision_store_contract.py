@@ -114,6 +114,23 @@ class RevisionStoreContract:
         assert store.content(wiki, 424242) is None
         assert all(r.content is None for r in store.history(wiki, 11))
 
+    def test_revision_deletion_removes_the_hidden_fields(self, store, wiki):
+        texts = [f"text of edit {i}\n" * 50 for i in range(6)]
+        texts[4] = texts[1]                                  # a revert: edit 1's text again
+        revisions = [dataclasses.replace(r, content=t) for r, t in zip(make_history(wiki, 13, 6), texts)]
+        store.write(revisions)
+        target, shown = revisions[1], revisions[4]
+        assert store.hide_revision_fields(wiki, target.rev_id, text=True, comment=True, user=True)
+        got = {r.rev_id: r for r in store.history(wiki, 13)}[target.rev_id]
+        assert (got.user, got.user_id, got.comment) == (None, None, None)
+        assert (got.user_hidden, got.comment_hidden, got.text_hidden) == (True, True, True)
+        assert store.content(wiki, target.rev_id) is None
+        assert store.content(wiki, shown.rev_id) == shown.content
+        assert [store.content(wiki, r.rev_id) for r in revisions if r is not target] == \
+            [r.content for r in revisions if r is not target]
+        assert store.page(wiki, 13).revisions == 6
+        assert not store.hide_revision_fields(wiki, 1, text=True)
+
     def test_hidden_user_and_comment(self, store, wiki):
         first, second = make_history(wiki, 13, 2)
         hidden = dataclasses.replace(second, user=None, user_id=None, user_hidden=True, comment=None,

@@ -150,6 +150,28 @@ class SQLiteRevisionStore:
             raise StoreError(f"writing {len(revisions)} revisions of {wiki} page {page_id} failed: {exc}") \
                 from exc
 
+    def hide_revision_fields(self, wiki: str, rev_id: int, *, text: bool = False, comment: bool = False,
+                             user: bool = False) -> bool:
+        """Remove what revision deletion hides: the text, the comment, the user. False when not stored."""
+        conn = self._conn()
+        try:
+            with _transaction(conn):
+                if conn.execute("SELECT 1 FROM revisions WHERE wiki = ? AND rev_id = ?", (wiki, rev_id)).fetchone() \
+                        is None:
+                    return False
+                if text:
+                    conn.execute("DELETE FROM revision_content WHERE wiki = ? AND rev_id = ?", (wiki, rev_id))
+                    conn.execute("UPDATE revisions SET text_hidden = 1 WHERE wiki = ? AND rev_id = ?", (wiki, rev_id))
+                if comment:
+                    conn.execute("UPDATE revisions SET comment = NULL, comment_hidden = 1 "
+                                 "WHERE wiki = ? AND rev_id = ?", (wiki, rev_id))
+                if user:
+                    conn.execute("UPDATE revisions SET user_text = NULL, user_id = NULL, user_hidden = 1 "
+                                 "WHERE wiki = ? AND rev_id = ?", (wiki, rev_id))
+            return True
+        except sqlite3.Error as exc:
+            raise StoreError(f"hiding fields of {wiki} revision {rev_id} failed: {exc}") from exc
+
     # -- reading -------------------------------------------------------------------------------
 
     def resume_point(self, wiki: str, page_id: int) -> ResumePoint | None:

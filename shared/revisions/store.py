@@ -28,6 +28,12 @@ class RevisionStore(Protocol):
     def content(self, wiki: str, rev_id: int) -> str | None:
         """Stored wikitext of a revision, or None when it was harvested without content."""
 
+    def hide_revision_fields(self, wiki: str, rev_id: int, *, text: bool = False, comment: bool = False,
+                             user: bool = False) -> bool:
+        """Revision deletion: remove the revision's text, comment and/or user from storage (the *_hidden
+        flags are set); a text also shown by another revision stays for that one. False when the
+        revision is not stored."""
+
     def page(self, wiki: str, page_id: int) -> PageState | None:
         """Latest revision and revision count of a page, or None if nothing is stored."""
 
