@@ -2,6 +2,7 @@ import math
 
 import pytest
 
+from shared import hub_clock
 from shared.hub_clock import is_open, until_close, until_open
 
 # the hub window [100, 160) read on a node's clock with a skew allowance of 0.5 s: open in [100.5, 159.5)
@@ -36,3 +37,14 @@ def test_two_holders_meeting_at_a_boundary_never_overlap_whatever_their_clocks_w
         h = tenth / 100
         assert not (is_open(100.0, 160.0, h + 0.5, 0.5) and is_open(161.0, 220.0, h - 0.5, 0.5))
         assert not (is_open(100.0, 160.0, h - 0.5, 0.5) and is_open(161.0, 220.0, h + 0.5, 0.5))
+
+
+@pytest.mark.parametrize("ttl, expires_at, now, skew, seconds", [
+    (15.0, None, 100.0, 0.5, 15.0),        # no deadline sent (an older hub): the ttl alone
+    (15.0, 115.0, 100.0, 0.5, 14.5),       # on time: the deadline, read skew early, binds
+    (15.0, 130.0, 100.0, 0.5, 15.0),       # a deadline beyond the ttl never lengthens it
+    (15.0, 115.0, 112.0, 0.5, 2.5),        # the poll arrived 12 s late: 2.5 s left, not 15
+    (15.0, 115.0, 120.0, 0.5, 0.0),        # arrived after its deadline: never valid
+])
+def test_a_quota_lease_lasts_its_ttl_cut_to_its_deadline(ttl, expires_at, now, skew, seconds):
+    assert hub_clock.lease_seconds(ttl, expires_at, now, skew) == seconds

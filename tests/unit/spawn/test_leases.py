@@ -6,6 +6,7 @@ from dataclasses import replace
 
 from shared.wire import Lease, Poll
 from spawn.node import Node
+from spawn.registry import Registry
 from tests.unit.spawn.fakes import make_revisions
 from tests.unit.spawn.test_registry import Harness, spec
 
@@ -189,3 +190,17 @@ def test_a_poll_carries_leases_to_the_registry_and_detach_refuses_them_afterward
     h.registry.upsert(leased())
     node.heartbeat(Poll(node_id=node.node_id, assigned=("a",), leases={"a": Lease(10, 15.0, 4)}))
     assert h.status("a").lease is None
+
+
+def test_a_lease_that_arrives_late_keeps_its_deadline_in_hub_time():
+    h = Harness(revisions=50, batch=10)
+    wall = [1_000.0]
+    h.registry = Registry(h.make, orphan_after_s=20.0, clock=h.clock, wall_clock=lambda: wall[0], clock_skew_s=0.5)
+    h.registry.upsert(leased())
+    # granted at hub time 988 for 15 s, delivered 12 s late: 2.5 s left on this node, not 15
+    h.registry.apply_leases({"a": Lease(cap=10, ttl_s=15.0, gen=1, expires_at=1_003.0)})
+    assert h.status("a").lease.expires_in_s == 2.5
+    h.clock.advance(2.5)
+    h.run()
+    st = h.status("a")
+    assert (st.state, st.revisions) == ("waiting", 0) and st.last_error.startswith("quota lease expired")
