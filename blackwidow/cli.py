@@ -97,7 +97,8 @@ def _admin_call(args, client):
         case ("tenants", "get"):
             return client.call("GET", f"/v1/tenants/{a.id}")
         case ("tenants", "patch"):
-            return client.call("PATCH", f"/v1/tenants/{a.id}", body=_only_set(name=a.name, quota=a.quota))
+            body = _only_set(name=a.name, quota=a.quota, weight=a.weight)
+            return client.call("PATCH", f"/v1/tenants/{a.id}", body=body)
         case ("tenants", "delete"):
             return client.call("DELETE", f"/v1/tenants/{a.id}")
         case ("subs", "add"):
@@ -121,6 +122,16 @@ def _admin_call(args, client):
             return client.call("GET", "/v1/nodes")
         case ("nodes", "get"):
             return client.call("GET", f"/v1/nodes/{a.id}")
+        case ("identities", "list"):
+            return client.call("GET", "/v1/identities")
+        case ("identities", "show"):
+            return client.call("GET", f"/v1/identities/{a.host}")
+        case ("identities", "set"):
+            body = _only_set(credential=a.credential, in_flight=a.in_flight, per_s=a.per_s, per_min=a.per_min,
+                             slow_after_s=a.slow_after_s, slow_wait_s=a.slow_wait_s, maxlag=a.maxlag)
+            if a.resume:
+                body["paused_until"] = None
+            return client.call("PUT" if a.replace else "PATCH", f"/v1/identities/{a.host}", body=body)
     raise AssertionError(f"unhandled command {a.noun} {a.verb}")
 
 
@@ -181,6 +192,7 @@ def _admin_parser(sub) -> None:
     _id(p)
     p.add_argument("--name", default=_UNSET)
     p.add_argument("--quota", type=_quota, default=_UNSET)
+    p.add_argument("--weight", type=float, default=_UNSET, help="share of upstream slot-time (> 0)")
     _id(tenants.add_parser("delete"))
 
     subs = nouns.add_parser("subs", help="subscriptions").add_subparsers(dest="verb", required=True)
@@ -212,11 +224,36 @@ def _admin_parser(sub) -> None:
     nodes = nouns.add_parser("nodes").add_subparsers(dest="verb", required=True)
     nodes.add_parser("list")
     _id(nodes.add_parser("get"))
+    _identities_parser(nouns)
+
+
+def _identities_parser(nouns) -> None:
+    identities = nouns.add_parser("identities", help="upstream limits per wiki host (docs/upstream.md)")
+    verbs = identities.add_subparsers(dest="verb", required=True)
+    verbs.add_parser("list")
+    verbs.add_parser("show").add_argument("host", help="the wiki's host[:port], e.g. en.wikipedia.org")
+    p = verbs.add_parser("set", help="change limits (PATCH); --replace sets all of them (PUT)")
+    p.add_argument("host")
+    p.add_argument("--credential", type=_name_or_none, default=_UNSET,
+                   help="credential name in the spawns' credentials file, or 'none'")
+    p.add_argument("--in-flight", type=int, default=_UNSET)
+    p.add_argument("--per-s", type=float, default=_UNSET)
+    p.add_argument("--per-min", type=_quota, default=_UNSET, help="requests per minute, or 'none'")
+    p.add_argument("--slow-after-s", type=float, default=_UNSET)
+    p.add_argument("--slow-wait-s", type=float, default=_UNSET)
+    p.add_argument("--maxlag", type=int, default=_UNSET)
+    p.add_argument("--resume", action="store_true", help="lift a pause a node reported")
+    p.add_argument("--replace", action="store_true", help="PUT: limits not given take the host's defaults")
+
+
+def _name_or_none(text: str) -> str | None:
+    return None if text.lower() in ("none", "null") else text
 
 
 def _admin_defaults(args) -> argparse.Namespace:
     # SUPPRESS keeps unset options out of the namespace; put them back as "not given".
-    for name in ("name", "quota", "content", "enabled"):
+    for name in ("name", "quota", "content", "enabled", "weight", "credential", "in_flight", "per_s", "per_min",
+                 "slow_after_s", "slow_wait_s", "maxlag"):
         if not hasattr(args, name):
             setattr(args, name, _UNSET)
     return args
