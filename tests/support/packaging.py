@@ -50,8 +50,8 @@ def requirements(source: Path) -> list[str]:
 def fill_wheelhouse(reqs: list[str], cwd: Path) -> None:
     """Make WHEELHOUSE hold `reqs` and their dependencies; the index is asked only when one is missing."""
     WHEELHOUSE.mkdir(parents=True, exist_ok=True)
-    download = [sys.executable, "-m", "pip", "download", "--quiet", "--dest", WHEELHOUSE,
-                "--find-links", WHEELHOUSE, *reqs]
+    download: list[str | Path] = [sys.executable, "-m", "pip", "download", "--quiet", "--dest", WHEELHOUSE,
+                                  "--find-links", WHEELHOUSE, *reqs]
     if run([*download, "--no-index"], cwd, check=False).returncode != 0:
         run(download, cwd)
 
