@@ -451,7 +451,7 @@ class Poll:
     budgets: Mapping[str, Budget] = field(default_factory=dict)     # {identity id: Budget}
 
     def to_dict(self) -> dict:
-        body = {"node_id": self.node_id, "assigned": list(self.assigned)}
+        body: dict = {"node_id": self.node_id, "assigned": list(self.assigned)}
         if self.leases:          # absent when no assigned subscription is leased
             body["leases"] = {sub_id: lease.to_dict() for sub_id, lease in self.leases.items()}
         if self.budgets:         # absent when the node has no upstream budget

@@ -31,6 +31,9 @@ class Credential:
     token: str | None = field(default=None, repr=False)
 
 
+_FIELDS = {"botpassword": ("username", "password"), "oauth2": ("token",)}
+
+
 def parse_credentials(body: object, source: str = "BW_CREDENTIALS_FILE") -> dict[str, Credential]:
     """The credentials file's JSON; errors name the entry and the field, never a value."""
     if not isinstance(body, dict):
@@ -38,8 +41,8 @@ def parse_credentials(body: object, source: str = "BW_CREDENTIALS_FILE") -> dict
     out = {}
     for name, entry in body.items():
         kind = entry.get("type") if isinstance(entry, dict) else None
-        needed = {"botpassword": ("username", "password"), "oauth2": ("token",)}.get(kind)   # type: ignore[arg-type]
-        if needed is None:
+        needed = _FIELDS.get(kind) if isinstance(kind, str) else None
+        if kind is None or needed is None:
             raise ConfigError(f"{source}: credential {name!r} needs a 'type' of botpassword or oauth2")
         for key in needed:
             if not isinstance(entry.get(key), str) or not entry[key]:
@@ -64,7 +67,8 @@ def load_credentials(path: str | None) -> dict[str, Credential]:
 
 def _reason(answer: Mapping) -> str:
     """The wiki's reason in an action=login answer (formatversion=2, plaintext or legacy shapes)."""
-    login = answer.get("login") if isinstance(answer.get("login"), dict) else {}
+    login = answer.get("login")
+    login = login if isinstance(login, dict) else {}
     reason = login.get("reason") or login.get("result") or "no reason given"
     if isinstance(reason, dict):
         reason = reason.get("text") or reason.get("code") or "no reason given"

@@ -1,0 +1,179 @@
+"""The per-identity slot keeper around budget_rules, on the real clock with short windows: generations,
+slots and rate under threads, lanes, slow answers, pauses and the report; and a request cut at its
+window's end, sent again under the next window without counting as a failure (a local slow server)."""
+import http.server
+import json
+import threading
+import time
+
+import pytest
+import requests
+
+from shared.wire import Budget, Window
+from spawn.host_limiter import Cancelled, HostLimiter
+from spawn.mediawiki import MediaWikiClient
+from spawn.upstream_budget import BACKFILL, FRESH, Demand, IdentityBudget
+
+SKEW = 0.0
+
+
+def budget(gen=1, *, slots=1, rate=1000.0, start=-1.0, length=30.0, **kw):
+    now = time.time()
+    return Budget(gen=gen, wiki_host="h", windows=(Window(now + start, now + start + length, slots, rate),), **kw)
+
+
+def test_an_older_generation_is_refused_and_an_equal_one_renews():
+    ib = IdentityBudget("h", skew_s=SKEW)
+    assert ib.apply(budget(2)) and ib.gen == 2
+    assert not ib.apply(budget(1)) and ib.gen == 2
+    renewed = budget(2, length=60.0)
+    assert ib.apply(renewed) and ib.budget == renewed
+
+
+def run_threads(ib, n, demand=Demand(), hold_s=0.05):
+    """n threads each take one slot and hold it; returns (start, end) per request."""
+    spans, lock = [], threading.Lock()
+
+    def one():
+        with ib.slot(demand):
+            started = time.time()
+            time.sleep(hold_s)
+            with lock:
+                spans.append((started, time.time()))
+    threads = [threading.Thread(target=one) for _ in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    return sorted(spans)
+
+
+def max_in_flight(spans):
+    events = sorted([(s, 1) for s, _ in spans] + [(e, -1) for _, e in spans], key=lambda x: (x[0], x[1]))
+    level = peak = 0
+    for _, step in events:
+        level += step
+        peak = max(peak, level)
+    return peak
+
+
+def test_threads_never_hold_more_than_the_slots_nor_start_faster_than_the_rate():
+    ib = IdentityBudget("h", skew_s=SKEW)
+    ib.apply(budget(slots=2, rate=20.0))
+    spans = run_threads(ib, 8, hold_s=0.1)
+    assert len(spans) == 8 and max_in_flight(spans) == 2
+    starts = [s for s, _ in spans]
+    assert all(b - a >= 0.05 - 0.005 for a, b in zip(starts, starts[1:]))
+    use = ib.use()
+    assert use.requests == 8 and use.busy_s >= 0.8 and use.fresh == {} and use.backfill == {}
+
+
+def test_without_a_budget_a_request_waits_says_why_and_can_be_cancelled():
+    ib = IdentityBudget("h", skew_s=SKEW)
+    told, cancel = [], threading.Event()
+    threading.Timer(0.3, cancel.set).start()
+    with pytest.raises(Cancelled):
+        with ib.slot(Demand(BACKFILL, ("t1",)), cancel, told.append):
+            pass
+    assert told == ["waiting for the upstream budget of h"] and ib.use().requests == 0
+
+
+def test_a_budget_arriving_serves_the_waiter_which_is_told_it_runs_again():
+    ib = IdentityBudget("h", skew_s=SKEW)
+    told = []
+    seen = {}
+
+    def later():
+        time.sleep(0.2)
+        seen["demand"] = ib.use().backfill
+        ib.apply(budget())
+    threading.Thread(target=later).start()
+    with ib.slot(Demand(BACKFILL, ("t1", "t2")), None, told.append):
+        pass
+    assert told == ["waiting for the upstream budget of h", None]
+    assert seen["demand"] == {"t1": 1, "t2": 1}
+
+
+def test_the_freshness_lane_goes_first_and_backfill_follows_the_weights():
+    ib = IdentityBudget("h", skew_s=SKEW)
+    order, lock = [], threading.Lock()
+
+    def one(name, demand):
+        with ib.slot(demand):
+            with lock:
+                order.append(name)
+            time.sleep(0.01)
+    threads = [threading.Thread(target=one, args=(f"b{i}-{t}", Demand(BACKFILL, (t,))))
+               for i in range(4) for t in ("heavy", "light")]
+    threads.append(threading.Thread(target=one, args=("fresh", Demand(FRESH, ("light",)))))
+    for t in threads:
+        t.start()
+    time.sleep(0.3)             # all queued before the budget arrives
+    ib.apply(budget(weights={"heavy": 3.0, "light": 1.0}))
+    for t in threads:
+        t.join(10)
+    assert order[0] == "fresh"
+    assert [name.split("-")[1] for name in order[1:5]].count("heavy") == 3
+
+
+def test_a_slow_answer_keeps_its_slot_for_the_slow_wait():
+    ib = IdentityBudget("h", skew_s=SKEW)
+    ib.apply(budget(slow_after_s=0.05, slow_wait_s=0.3))
+    spans = run_threads(ib, 2, hold_s=0.1)
+    assert spans[1][0] - spans[0][1] >= 0.3 - 0.01
+
+
+def test_a_pause_stops_requests_here_and_is_reported_until_it_ends():
+    ib = IdentityBudget("h", skew_s=SKEW)
+    ib.apply(budget())
+    ib.pause(0.3, "Maxlagged: Waiting for a database server: 6 seconds lagged")
+    use = ib.use()
+    assert use.paused_until > time.time() and use.pause_reason.startswith("Maxlagged") and use.throttled == 0
+    started = time.time()
+    with ib.slot():
+        pass
+    assert time.time() - started >= 0.29
+    assert ib.use().paused_until is None and ib.use().pause_reason is None
+
+
+class SlowOnce(http.server.BaseHTTPRequestHandler):
+    """api.php answering its first request after 3 s and every later one at once."""
+    calls: list[float] = []
+
+    def do_GET(self):
+        SlowOnce.calls.append(time.time())
+        if len(SlowOnce.calls) == 1:
+            time.sleep(3.0)
+        body = json.dumps({"query": {"pages": [{"pageid": 7, "ns": 0, "title": "Page", "lastrevid": 9}]}}).encode()
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        except OSError:
+            pass            # the client gave up at its window's end
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_request_cut_at_its_windows_end_is_sent_again_under_the_next_and_not_counted_as_a_failure():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), SlowOnce)
+    server.daemon_threads, server.block_on_close = True, False     # the slow answer is not waited for
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        now = time.time()
+        ib = IdentityBudget("h", skew_s=SKEW)
+        ib.apply(Budget(gen=1, wiki_host="h", slow_after_s=60.0,
+                        windows=(Window(now - 1, now + 1.0, 1, 10.0), Window(now + 1.5, now + 30, 1, 10.0))))
+        outcomes = []
+        client = MediaWikiClient(requests.Session(), f"http://127.0.0.1:{server.server_port}/api.php",
+                                 limiter=HostLimiter(0), budget=ib, max_attempts=1, on_request=outcomes.append)
+        page = client.resolve("Page")
+        assert page.page_id == 7 and outcomes == ["window_closed", "ok"]
+        first, second = SlowOnce.calls
+        assert second >= now + 1.5 and time.time() < first + 3.0     # cut at the end, not after the 3 s
+    finally:
+        server.shutdown()
+        server.server_close()
