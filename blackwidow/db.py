@@ -42,8 +42,10 @@ def make_engine(database_url: str, **kwargs) -> sa.Engine:
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
     if url.get_backend_name() == "postgresql":
+        # connect_args override the URL's own query: keep its options (a search_path, say) beside ours
+        options = " ".join(filter(None, (url.query.get("options"), PG_SERVER_KEEPALIVE)))
         kwargs.setdefault("connect_args", {"connect_timeout": PG_CONNECT_TIMEOUT_S, **PG_KEEPALIVE,
-                                           "options": PG_SERVER_KEEPALIVE})
+                                           "options": options})
     return sa.create_engine(url, pool_pre_ping=True, **kwargs)
 
 
