@@ -96,7 +96,9 @@ SCHEMAS["Dashboard"] = _obj({
     "tenants": _obj({"total": {"type": "integer"},
                      "items": {"type": "array", "items": _ref("Tenant"),
                                "description": "Most revisions harvested first."}}),
-    "reloads": {"type": "array", "items": _ref("Reload"), "description": "Newest first."}})
+    "reloads": {"type": "array", "items": _ref("Reload"), "description": "Newest first."},
+    "identities": {"type": "array", "items": _ref("Identity"),
+                   "description": "Upstream identities by host: limits, windows held, pauses."}})
 SCHEMAS["TenantPatch"]["properties"]["weight"] = identity_input.WEIGHT_SCHEMA
 _NUM = {"type": "number"}
 SCHEMAS["IdentityPut"] = identity_input.schema(patch=False)

@@ -6,6 +6,7 @@ import falcon
 
 from blackwidow import representations, store, validation
 from blackwidow.models import utcnow
+from blackwidow.resources.identities import identity
 from shared.errors import NotFound
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
@@ -25,8 +26,10 @@ class DashboardResource:
 
     def on_get(self, req, resp) -> None:
         state = validation.parse_state(validation.parse_query(req.params, ("state",)).get("state"))
-        data = store.dashboard_data(req.context.session, state=state)
-        resp.media = representations.dashboard(data, state=state, now=utcnow())
+        now = utcnow()
+        data = store.dashboard_data(req.context.session, state=state, now=now.timestamp())
+        resp.media = {**representations.dashboard(data, state=state, now=now),
+                      "identities": [identity(view, now.timestamp()) for view in data.identities]}
         resp.cache_control = ["no-store"]
 
 

@@ -177,6 +177,38 @@
     ])), "No reloads yet.");
   }
 
+  function until(timestamp, now) {
+    const seconds = Math.max(0, Math.round((Date.parse(timestamp) - Date.parse(now)) / 1000));
+    return withTitle(el("time", "for " + seconds + " s"), timestamp);
+  }
+
+  function holders(i, now) {
+    if (!i.windows.length) return el("span", "—", "muted");
+    const list = el("span", null, "windows");
+    for (const w of i.windows) {
+      const item = el("span", null, "window");
+      item.append(shortId(w.node), el("span", " slot " + w.slot + " until "), until(w.end, now));
+      list.append(item);
+    }
+    return list;
+  }
+
+  function renderIdentities(data) {
+    fillTable("identities", data.identities.map((i) => row([
+      cell(withTitle(el("span", i.id), i.configured ? "configured" : "host defaults"), "name"),
+      cell(i.credential === null ? el("span", "anonymous", "muted") : i.credential),
+      cell(count(i.in_flight), "num"),
+      cell(String(i.per_s), "num"),
+      cell(i.per_min === null ? "—" : count(i.per_min), "num"),
+      cell(count(i.in_use), "num"),
+      cell(holders(i, data.generated_at)),
+      cell(i.paused_until ? withTitle(until(i.paused_until, data.generated_at), i.pause_reason)
+        : el("span", "—", "muted")),
+      cell(i.auth_error ? withTitle(el("span", i.auth_error), i.auth_error_node) : el("span", "—", "muted"),
+        "error"),
+    ])), "No wiki subscribed yet.");
+  }
+
   function setStatus(text, kind) {
     const status = byId("status");
     status.textContent = text;
@@ -184,7 +216,9 @@
   }
 
   function clearData() {
-    for (const id of ["nodes", "subscriptions", "tenants", "reloads"]) byId(id).tBodies[0].replaceChildren();
+    for (const id of ["nodes", "subscriptions", "identities", "tenants", "reloads"]) {
+      byId(id).tBodies[0].replaceChildren();
+    }
     for (const id of ["state-counts", "total-nodes", "total-subscriptions", "total-revisions", "total-tenants",
       "recent-filter", "tenants-shown"]) byId(id).replaceChildren();
     byId("data").hidden = true;
@@ -208,6 +242,7 @@
     renderStates(data);
     renderNodes(data);
     renderSubscriptions(data);
+    renderIdentities(data);
     renderTenants(data);
     renderReloads(data);
     byId("data").hidden = false;

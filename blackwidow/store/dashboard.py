@@ -1,10 +1,12 @@
 """What the operator's dashboard shows, read in one transaction: nodes, subscriptions by state, the most
-recently changed subscriptions, the busiest tenants and the latest reloads. Reads only."""
+recently changed subscriptions, the busiest tenants, the latest reloads and the upstream identities. Reads
+only."""
 from typing import NamedTuple
 
 import sqlalchemy as sa
 
 from blackwidow.models import Reload, Subscription, Tenant
+from blackwidow.store.identities import IdentityView, list_identities
 from blackwidow.store.nodes import NodeLoad, list_nodes
 from blackwidow.store.stats import store_counts
 from blackwidow.store.tenants import TenantUsage, busiest_tenants
@@ -22,10 +24,12 @@ class DashboardData(NamedTuple):
     tenants: list[TenantUsage]                        # most revisions harvested first
     tenant_count: int
     reloads: list[Reload]                             # newest first
+    identities: list[IdentityView] = []               # by host, with the windows not ended
 
 
-def dashboard_data(session, *, state: str | None = None) -> DashboardData:
-    """`state` narrows the recent subscriptions to that state; every count stays global."""
+def dashboard_data(session, *, state: str | None = None, now: float = 0.0) -> DashboardData:
+    """`state` narrows the recent subscriptions to that state; every count stays global. `now` (epoch
+    seconds): windows that ended before it are left out."""
     counts = store_counts(session)
     recent = (sa.select(Subscription, Tenant.name).join(Tenant, Tenant.id == Subscription.tenant_id)
               .order_by(Subscription.updated_at.desc(), Subscription.id).limit(RECENT_SUBSCRIPTIONS))
@@ -39,4 +43,5 @@ def dashboard_data(session, *, state: str | None = None) -> DashboardData:
         tenants=busiest_tenants(session, limit=TENANTS),
         tenant_count=counts["tenants"],
         reloads=list(session.scalars(sa.select(Reload).order_by(Reload.id.desc()).limit(RELOADS))),
+        identities=list_identities(session, now=now),
     )

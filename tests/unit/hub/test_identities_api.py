@@ -121,3 +121,19 @@ def test_tenant_weight(api, tenant):
         resp = api.simulate_patch(f"/v1/tenants/{tenant['id']}", json={"weight": bad})
         assert (resp.status_code, resp.json["error"]["field"]) == (422, "weight"), bad
     assert api.simulate_get(f"/v1/tenants/{tenant['id']}").json["weight"] == 3.0
+
+
+def test_the_dashboard_shows_identities_with_their_use(api, hub_maker, tenant):
+    _subscribe(api, tenant, ENWIKI)
+    api.simulate_patch("/v1/identities/en.wikipedia.org", json={"credential": "bot"})
+    with hub_maker.begin() as session:
+        snap = store.load(session)
+        far = 4_000_000_000.0          # still held whenever the test runs
+        store.save(session, snap, {"en.wikipedia.org": Plan(9, (Hold(0, "node-x", far - 30, far, 2.0, 9),), (),
+                                                            {}, {})})
+    doc = api.simulate_get("/v1/dashboard").json
+    _check("Dashboard", doc)
+    (shown,) = doc["identities"]
+    assert (shown["id"], shown["credential"], shown["in_flight"], shown["in_use"]) == \
+        ("en.wikipedia.org", "bot", 1, 0)
+    assert [(w["node"], w["slot"]) for w in shown["windows"]] == [("node-x", 0)]
