@@ -84,7 +84,8 @@ def spawn_harvest(api: str, titles: list[str], keyspace: str, log_dir: Path,
     env = dict(os.environ, BW_NODE_SECRET=SECRET, BW_DATA_DIR=str(log_dir / "data"), BW_HOST_DELAY_S="0",
                BW_CASSANDRA_HOSTS=",".join(CASSANDRA_HOSTS), BW_CASSANDRA_KEYSPACE=keyspace,
                BW_LOG_JSON="true", BW_LOG_LEVEL="WARNING", BW_USER_AGENT=USER_AGENT,
-               BW_WIKI_ALLOWLIST=wiki_key(api))
+               BW_WIKI_ALLOWLIST=wiki_key(api), BW_METRICS_PORT=str(free_port(0)))
+    metrics_url = f"http://127.0.0.1:{env['BW_METRICS_PORT']}"        # /metrics is served only there
     procs = Processes(log_dir)
     try:
         # no hub listens there: registration retries quietly, the benchmark sends what a hub would
@@ -109,7 +110,7 @@ def spawn_harvest(api: str, titles: list[str], keyspace: str, log_dir: Path,
                 seconds = time.perf_counter() - started
                 wiki_after = wiki_cpu()
                 samples = {s.name: s.value for family in text_string_to_metric_families(
-                    http.get(url + "/metrics", timeout=10).text) for s in family.samples}
+                    http.get(metrics_url + "/metrics", timeout=10).text) for s in family.samples}
                 return Harvest(sum(s["revisions"] for s in done.values()), seconds,
                                group_cpu(spawn.pid) - cpu, (cassandra_cpu() or 0.0) - server,
                                None if wiki is None or wiki_after is None else wiki_after - wiki,

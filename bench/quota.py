@@ -94,7 +94,7 @@ def scenario(cluster: Cluster, store, kind: str, kill: bool, scheduler_metrics: 
         worst = {k: max(worst[k], now[k]) for k in worst}
         if kill and killed_at is None and now["used"] >= 300:
             victim = busiest(cluster, tenant["id"])
-            api_before = metric(http, victim + "/metrics", "bw_spawn_api_requests_total")
+            api_before = metric(http, cluster.metrics[victim] + "/metrics", "bw_spawn_api_requests_total")
             cluster.kill_spawn(victim)
             killed_at = now["used"]
         key = (now["used"], now["stored"])
@@ -106,7 +106,8 @@ def scenario(cluster: Cluster, store, kind: str, kill: bool, scheduler_metrics: 
             raise RuntimeError(f"{kind} run did not settle: {now}")
         time.sleep(SAMPLE_S)
     seconds = since - started
-    api = sum(metric(http, url + "/metrics", "bw_spawn_api_requests_total") for url in cluster.spawns) + api_before
+    api = sum(metric(http, cluster.metrics[url] + "/metrics", "bw_spawn_api_requests_total")
+              for url in cluster.spawns) + api_before
     calls = {"polls": metric(http, scheduler_metrics, "bw_hub_polls_total"),
              "sends": metric(http, scheduler_metrics, "bw_hub_sends_total")}
     return {"kind": kind, "kill": killed_at, "used": last[0], "stored": last[1], "worst": worst,

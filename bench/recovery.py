@@ -40,6 +40,7 @@ class Cluster:
         self.node_auth = {"Authorization": f"Bearer {env['BW_NODE_SECRET']}"}
         self.hub = f"http://127.0.0.1:{free_port(0)}"
         self.spawns: dict[str, object] = {}      # url -> Popen
+        self.metrics: dict[str, str] = {}        # url -> its metrics listener's url
         self.generation = 0
 
     def start_hub(self) -> None:
@@ -65,8 +66,10 @@ class Cluster:
 
     def start_spawn(self, i: int) -> None:
         url = f"http://127.0.0.1:{free_port(0)}"
+        self.metrics[url] = f"http://127.0.0.1:{free_port(0)}"       # its /metrics listener
+        env = {**self.env, "BW_METRICS_PORT": self.metrics[url].rsplit(":", 1)[1]}
         self.spawns[url] = self.procs.start(f"spawn{i}", [str(BIN / "spawn"), "serve", "--hub", self.hub,
-                                                          "--bind", url.removeprefix("http://")], self.env)
+                                                          "--bind", url.removeprefix("http://")], env)
         wait_http(url + "/health", self.procs)
 
     def kill_spawn(self, url: str) -> None:

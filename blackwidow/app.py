@@ -20,9 +20,11 @@ from blackwidow.resources.tenants import TenantsResource
 from shared.config import HubConfig
 from shared.http_errors import register_error_handlers
 from shared.logging import setup_logging
+from shared.metrics_listener import metrics_port
 
 
-def create_app(config: HubConfig, *, sessionmaker: Sessionmaker) -> falcon.App:
+def create_app(config: HubConfig, *, sessionmaker: Sessionmaker, metrics_port: int | None = None) -> falcon.App:
+    """`metrics_port`: the listener /metrics answers on (shared/metrics_listener.py); None = nowhere."""
     app = falcon.App(middleware=[
         MetricsMiddleware(),
         HubAuth(admin_token=config.admin_token, node_secret=config.node_secret),
@@ -44,12 +46,12 @@ def create_app(config: HubConfig, *, sessionmaker: Sessionmaker) -> falcon.App:
     app.add_route("/v1/nodes", nodes)
     app.add_route("/v1/nodes/{node_id:uuid}", nodes, suffix="item")
 
-    app.add_route("/health", HealthResource(sessionmaker, poll_interval_s=config.poll_interval_s))
-    app.add_route("/metrics", MetricsResource(sessionmaker))
     identities = IdentitiesResource(max_body_bytes=config.max_body_bytes, wiki_allowlist=config.wiki_allowlist)
     app.add_route("/v1/identities", identities)
     app.add_route("/v1/identities/{identity_id}", identities, suffix="item")
 
+    app.add_route("/health", HealthResource(sessionmaker, poll_interval_s=config.poll_interval_s))
+    app.add_route("/metrics", MetricsResource(sessionmaker, port=metrics_port))
     app.add_route("/openapi.json", OpenApiResource())
 
     page = DashboardPageResource()
@@ -64,4 +66,4 @@ def get_app() -> falcon.App:
     """Config from BW_* variables; runs inside each gunicorn worker (after the fork)."""
     config = HubConfig.from_env()
     setup_logging(config.log_json, config.log_level)
-    return create_app(config, sessionmaker=make_sessionmaker(config.database_url))
+    return create_app(config, sessionmaker=make_sessionmaker(config.database_url), metrics_port=metrics_port())

@@ -1,11 +1,13 @@
 """Gunicorn settings for `blackwidow serve`: several sync workers, no preload (each worker builds its
 own engine after the fork). BW_BIND / BW_WORKERS set address and worker count; the CLI's --bind and
 --workers override them. Request metrics are shared across workers through a Prometheus
-multiprocess directory under BW_DATA_DIR, removed when the server stops."""
+multiprocess directory under BW_DATA_DIR, removed when the server stops, and served only on the
+BW_METRICS_PORT listener (shared/metrics_listener.py)."""
 import os
 import shutil
 
 from blackwidow.metrics_dir import PREFIX, remove_dead_servers_dirs
+from shared.metrics_listener import add_metrics_listener
 
 bind = os.environ.get("BW_BIND", "127.0.0.1:8700")
 workers = int(os.environ.get("BW_WORKERS", "3"))
@@ -25,6 +27,7 @@ _metrics_dir = os.environ.setdefault(
 
 
 def on_starting(server):
+    add_metrics_listener(server)          # /metrics only there: BW_METRICS_ADDR:BW_METRICS_PORT
     shutil.rmtree(_metrics_dir, ignore_errors=True)
     remove_dead_servers_dirs(os.path.dirname(_metrics_dir))
     os.makedirs(_metrics_dir, exist_ok=True)

@@ -10,12 +10,14 @@ from shared.http import make_session
 from shared.http_auth import BearerAuth
 from shared.http_errors import register_error_handlers
 from shared.logging import setup_logging
+from shared.metrics_listener import metrics_port
 from shared.revisions.store import RevisionStore
 from spawn.hub_client import HubClient
 from spawn.metrics import SpawnMetrics
 from spawn.node import Node
 from spawn.registry import Registry
 from spawn.resources.health import HealthResource, MetricsResource
+from spawn.resources.keepalive import KeepaliveResource
 from spawn.resources.status import StatusResource
 from spawn.resources.subscriptions import SubscriptionsResource
 from spawn.upstream_budget import UpstreamBudgets
@@ -26,15 +28,17 @@ from spawn.wikis import Wikis
 logger = logging.getLogger(__name__)
 
 
-def create_app(node: Node, *, secret: str) -> falcon.App:
+def create_app(node: Node, *, secret: str, metrics_port: int | None = None) -> falcon.App:
+    """`metrics_port`: the listener /metrics answers on (shared/metrics_listener.py); None = nowhere."""
     app = falcon.App(middleware=[BearerAuth(secret)])
     register_error_handlers(app)
     subscriptions = SubscriptionsResource(node)
     app.add_route("/v1/subscriptions", subscriptions)
     app.add_route("/v1/subscriptions/{sub_id}", subscriptions, suffix="item")
     app.add_route("/v1/status", StatusResource(node))
+    app.add_route("/v1/keepalive", KeepaliveResource(node))
     app.add_route("/health", HealthResource(node))
-    app.add_route("/metrics", MetricsResource(node))
+    app.add_route("/metrics", MetricsResource(node, port=metrics_port))
     return app
 
 
@@ -70,7 +74,7 @@ def get_app() -> falcon.App:
             _store = open_store(config)
             _node = build_node(config, store=_store)
             _node.start()
-            _app = create_app(_node, secret=config.node_secret)
+            _app = create_app(_node, secret=config.node_secret, metrics_port=metrics_port())
             logger.info("spawn.started", extra={"advertise_url": config.advertise_url, "hub": config.hub_url})
         return _app
 

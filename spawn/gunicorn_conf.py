@@ -2,6 +2,8 @@
 threads for concurrent hub calls, no preload (get_app() runs after the fork). BW_BIND sets the address."""
 import os
 
+from shared.metrics_listener import add_metrics_listener
+
 bind = os.environ.get("BW_BIND", "127.0.0.1:8701")
 workers = 1
 worker_class = "gthread"
@@ -12,6 +14,10 @@ graceful_timeout = 10
 accesslog = None
 errorlog = "-"
 loglevel = "warning"
+
+
+def on_starting(server):
+    add_metrics_listener(server)          # /metrics only there: BW_METRICS_ADDR:BW_METRICS_PORT
 
 
 def worker_exit(server, worker):

@@ -87,7 +87,7 @@ def run(make_cluster, mediawiki, cassandra_session, keyspace, *, kill: bool):
     final = watch.settled()
     subs_now = {s["title"]: s for s in cluster.hub.subscriptions(tenant_id=tenant["id"])}
     stored = watch.stored()
-    metrics = cluster.hub.http.get(f"{cluster.hub.url}/metrics", timeout=10).text
+    metrics = cluster.hub.http.get(f"{cluster.hub.metrics_url}/metrics", timeout=10).text
     print(f"\nquota {QUOTA}{' (a spawn killed at 300)' if kill else ''}: used {final['used']}, "
           f"stored {sum(stored.values())}, leased {final['leased']}, per page "
           f"{ {t: (subs_now[t]['revisions'], stored[t]) for t in TITLES} }; "

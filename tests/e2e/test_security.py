@@ -178,11 +178,15 @@ def test_auth_allowlist_and_secrets_on_real_processes(make_cluster, mediawiki):
                      for part, text in (("request body", ex.request_body.decode(errors="replace")),
                                         ("response body", ex.response_body.decode(errors="replace")),
                                         ("response headers", str(ex.response_headers)))}
-        metrics = {"hub /metrics": requests.get(f"{hub.url}/metrics", timeout=10).text,
+        # /metrics names tenants, quotas and usage: never on a port the ALB or the hub reaches
+        assert requests.get(f"{hub.url}/metrics", timeout=10).status_code == 404
+        assert all(requests.get(f"{s.url}/metrics", timeout=10).status_code == 404 for s in cluster.spawns)
+        metrics = {"hub /metrics": requests.get(f"{hub.metrics_url}/metrics", timeout=10).text,
                    "scheduler /metrics": requests.get(f"http://127.0.0.1:{cluster.metrics_port}/metrics",
                                                       timeout=10).text}
         for spawn in cluster.spawns:
-            metrics[f"spawn {spawn.index} /metrics"] = requests.get(f"{spawn.url}/metrics", timeout=10).text
+            metrics[f"spawn {spawn.index} /metrics"] = requests.get(f"{spawn.proc.metrics_url}/metrics",
+                                                                    timeout=10).text
             metrics[f"spawn {spawn.index} /health"] = requests.get(f"{spawn.url}/health", timeout=10).text
         metrics["hub /health"] = requests.get(f"{hub.url}/health", timeout=10).text
         metrics["hub /v1/dashboard"] = hub.http.get(f"{hub.url}/v1/dashboard", timeout=10).text

@@ -192,7 +192,7 @@ def test_a_state_in_the_fragment_lists_only_that_state(seeded_hub, tmp_path):
 
 
 def _dashboard_requests(hub) -> float:
-    metrics = requests.get(hub.url + "/metrics", timeout=10).text
+    metrics = requests.get(hub.metrics_url + "/metrics", timeout=10).text
     prefix = 'bw_hub_http_requests_total{method="GET",route="/v1/dashboard",status="200"}'
     return sum(float(line.split()[-1]) for line in metrics.splitlines() if line.startswith(prefix))
 

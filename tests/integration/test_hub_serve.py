@@ -65,7 +65,8 @@ def test_serve_answers_health_auth_and_admin_calls(hub, tmp_path):
 
     for _ in range(20):                                # spread over both workers
         assert requests.get(hub.url + "/v1/nodes", headers=ADMIN, timeout=5).status_code == 200
-    metrics = requests.get(hub.url + "/metrics", timeout=5).text
+    assert requests.get(hub.url + "/metrics", timeout=5).status_code == 404         # not on the API port
+    metrics = requests.get(hub.metrics_url + "/metrics", timeout=5).text
     line = next(row for row in metrics.splitlines()
                 if row.startswith('bw_hub_http_requests_total{method="GET",route="/v1/nodes",status="200"}'))
     assert float(line.split()[-1]) == 20.0

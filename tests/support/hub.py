@@ -15,7 +15,10 @@ class HubProcesses:
         """`env` holds the BW_* variables of both processes (BW_DATABASE_URL, secrets, timings)."""
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.env = {"BW_DATA_DIR": str(run_dir), **env, "BW_ADMIN_TOKEN": admin_token}
+        self.metrics_port = free_port()
+        self.metrics_url = f"http://127.0.0.1:{self.metrics_port}"      # the API's /metrics listener
+        self.env = {"BW_DATA_DIR": str(run_dir), **env, "BW_ADMIN_TOKEN": admin_token,
+                    "BW_METRICS_PORT": str(self.metrics_port)}
         self.env.pop("PROMETHEUS_MULTIPROC_DIR", None)
         self.run_dir = run_dir
         self.api: LoggedProcess | None = None

@@ -97,12 +97,14 @@ class SpawnProcess(LoggedProcess):
                  advertise_url: str | None = None):
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        self.metrics_url = f"http://127.0.0.1:{free_port()}"        # /metrics is served only there
         self.secret = env["BW_NODE_SECRET"]
         cmd = [sys.executable, "-m", "spawn.cli", "serve", "--hub", hub_url,
                "--bind", f"127.0.0.1:{self.port}"]
         if advertise_url:
             cmd += ["--advertise-url", advertise_url]
-        super().__init__(cmd, {**env, "BW_LOG_JSON": "1", "PYTHONPATH": str(ROOT)}, log_path)
+        super().__init__(cmd, {**env, "BW_LOG_JSON": "1", "PYTHONPATH": str(ROOT),
+                               "BW_METRICS_PORT": self.metrics_url.rsplit(":", 1)[1]}, log_path)
         self.http = requests.Session()
         self.http.headers["Authorization"] = f"Bearer {self.secret}"
 
@@ -130,6 +132,6 @@ class SpawnProcess(LoggedProcess):
         return resp.json()
 
     def metric(self, name: str) -> float:
-        text = requests.get(f"{self.url}/metrics", timeout=5).text
+        text = requests.get(f"{self.metrics_url}/metrics", timeout=5).text
         return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
                    if line.startswith(name) and not line.startswith("#"))

@@ -1,5 +1,8 @@
+from falcon.testing import TestClient
+
+from blackwidow.app import create_app
 from blackwidow.db import make_sessionmaker
-from tests.fixtures.hub import LOCAL_WIKI, api_client, hub_config
+from tests.fixtures.hub import ADMIN, LOCAL_WIKI, api_client, hub_config
 
 
 def test_metrics_say_the_database_is_down_when_it_does_not_answer():
@@ -11,6 +14,13 @@ def test_metrics_say_the_database_is_down_when_it_does_not_answer():
     assert metrics.status_code == 200 and "bw_hub_database_up 0.0" in metrics.text
     assert "secret-pw" not in metrics.text
     maker.kw["bind"].dispose()
+
+
+def test_metrics_only_on_the_metrics_listener(api, sqlite_url, hub_maker):
+    assert api.simulate_get("/metrics", port=8700).status_code == 404             # the API port
+    assert api.simulate_get("/metrics", port=8700, headers={"Authorization": ""}).status_code == 404
+    off = TestClient(create_app(hub_config(sqlite_url), sessionmaker=hub_maker), headers=ADMIN)
+    assert off.simulate_get("/metrics").status_code == 404                        # no BW_METRICS_PORT
 
 
 def test_metrics(api, tenant):

@@ -14,7 +14,7 @@ AUTH = {"Authorization": f"Bearer {SECRET}"}
 def env():
     h, node = make_node()
     node.register_once()
-    return h, node, testing.TestClient(create_app(node, secret=SECRET))
+    return h, node, testing.TestClient(create_app(node, secret=SECRET, metrics_port=80))    # TestClient's port
 
 
 def put(client, s, headers=AUTH):
@@ -114,6 +114,14 @@ def test_health_and_metrics_need_no_secret(env):
     metrics = client.simulate_get("/metrics")
     assert metrics.status_code == 200 and "bw_spawn_subscribers 1.0" in metrics.text
     assert SECRET not in metrics.text
+
+
+def test_metrics_only_on_the_metrics_listener(env):
+    h, node, client = env
+    assert client.simulate_get("/metrics", port=8701).status_code == 404       # the control port
+    assert client.simulate_get("/health", port=8701).status_code == 200
+    off = testing.TestClient(create_app(node, secret=SECRET))                    # no BW_METRICS_PORT
+    assert off.simulate_get("/metrics").status_code == 404
 
 
 def test_unknown_route_is_a_json_404(env):

@@ -48,7 +48,7 @@ class RefusingHub(FakeHub):
 def test_health_follows_registration_attachment_and_detach():
     hub = RefusingHub([HubUnreachable("connection refused"), HubRejected("registration answered HTTP 403", 403)])
     h, node = make_node(hub, wait=lambda d: False)
-    client = testing.TestClient(create_app(node, secret="s"))
+    client = testing.TestClient(create_app(node, secret="s", metrics_port=80))      # TestClient's port
 
     def health():
         resp = client.simulate_get("/health")
