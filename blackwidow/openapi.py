@@ -251,7 +251,7 @@ def document() -> dict:
                                                       "leading, or its last tick too old",
                                                       **_json(_ref("Health"))}}}},
             "/metrics": {"get": {"summary": "Prometheus metrics", "security": [], "responses": {"200": {
-                "description": "Prometheus text format",
+                "description": "Prometheus text format, only on the BW_METRICS_PORT listener (404 elsewhere)",
                 "content": {"text/plain": {"schema": {"type": "string"}}}}}}},
             "/v1/dashboard": {
                 "get": _op("Everything the dashboard page shows, in one document", "200", "Dashboard",
