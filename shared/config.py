@@ -31,6 +31,13 @@ def _non_negative_float(text: str) -> float:
     return value
 
 
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0 or value == float("inf"):
+        raise ValueError(f"must be a number > 0: {text!r}")
+    return value
+
+
 CONSISTENCY_LEVELS = ("ONE", "TWO", "THREE", "QUORUM", "ALL", "LOCAL_QUORUM", "EACH_QUORUM", "LOCAL_ONE")
 
 
@@ -115,6 +122,11 @@ class HubConfig(CommonConfig):
     node_flap_restarts: int = 3
     node_flap_window_s: float = 300.0
     node_quarantine_s: float = 600.0
+    # upstream budgets (docs/upstream.md): length of one slot hold, the span shares are balanced over,
+    # the spread of nodes resuming after a pause
+    budget_window_s: float = 15.0
+    budget_cycle_s: float = 900.0
+    budget_pause_jitter_s: float = 2.0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> "HubConfig":
@@ -136,6 +148,9 @@ class HubConfig(CommonConfig):
             node_flap_restarts=get(env, "BW_NODE_FLAP_RESTARTS", int, 3),
             node_flap_window_s=get(env, "BW_NODE_FLAP_WINDOW_S", float, 300.0),
             node_quarantine_s=get(env, "BW_NODE_QUARANTINE_S", float, 600.0),
+            budget_window_s=get(env, "BW_BUDGET_WINDOW_S", _positive_float, 15.0),
+            budget_cycle_s=get(env, "BW_BUDGET_CYCLE_S", _positive_float, 900.0),
+            budget_pause_jitter_s=get(env, "BW_BUDGET_PAUSE_JITTER_S", _non_negative_float, 2.0),
         )
 
 
