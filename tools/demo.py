@@ -192,6 +192,7 @@ def main(argv=None) -> int:
         procs.start("hub", [str(BIN / "blackwidow"), "serve", "--bind", f"127.0.0.1:{hub_port}"], env)
         wait_http(hub + "/health", procs, statuses=SERVING)      # 503 until the scheduler leads
         procs.start("scheduler", [str(BIN / "blackwidow"), "scheduler"], env)
+        wait_http(hub + "/health", procs)                          # 200: the scheduler leads and ticks
         for i in range(args.spawns):
             port = free_port(8701 + i)
             procs.start(f"spawn{i + 1}", [str(BIN / "spawn"), "serve", "--hub", hub,

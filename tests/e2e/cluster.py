@@ -78,6 +78,8 @@ class Cluster:
     def start(self, spawns: int = 3) -> "Cluster":
         self.hub.start("1")
         self.hub.wait_leader()
+        # what the ALB checks: 200 once the leader finished a tick (503 before, as without a scheduler)
+        wait_for(self.hub.healthy, 60, 0.2, "the hub's /health to say 200")
         for _ in range(spawns):
             self.add_spawn()
         wait_for(lambda: len(self.hub.live_nodes()) == spawns, 60, 0.2, f"{spawns} live nodes")
