@@ -33,3 +33,9 @@ class SchedulerMetrics:
         self.tick_errors = Counter("bw_hub_tick_errors", "Ticks that failed to record their outcome", registry=r)
         self.live_nodes = Gauge("bw_hub_live_nodes", "Live nodes after the last tick", registry=r)
         self.leader = Gauge("bw_hub_scheduler_leader", "1 while this scheduler process holds the lock", registry=r)
+        self.keepalives = Counter("bw_hub_keepalives", "Keepalives sent to nodes between polls, by result (ok, "
+                                  "failed)", ["result"], registry=r)
+
+    def keepalive_round(self, sent: int, failed: int) -> None:
+        self.keepalives.labels("ok").inc(sent - failed)
+        self.keepalives.labels("failed").inc(failed)

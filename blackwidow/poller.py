@@ -44,6 +44,8 @@ class PollerState:
     routed_nodes: frozenset[str] | None = None
     quota: leasing.QuotaMemory = field(default_factory=leasing.QuotaMemory)
     fence: fencing.Fence | None = None
+    # {node id: url} of the live nodes of the latest snapshot, for the keepalive thread (blackwidow.keepalive)
+    live_urls: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,7 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
         snap = leasing.mark_leased(store.load_snapshot(session), leasing.leased_tenants(before))
     live = sorted((n for n in snap.nodes.values() if n.state == store.LIVE), key=lambda n: n.id)
     live_ids = frozenset(n.id for n in live)
+    state.live_urls = {n.id: n.url for n in live}          # kept alive from now on, however long this tick
     leases = leasing.plan_grants(before, snap, live_ids, leasing.params_for(config), at.timestamp(), state.quota)
     if leases.any:
         # written before the polls carry them: a crash must not forget a grant
@@ -109,6 +112,7 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
         metrics.tick_errors.inc()
         logger.exception("tick.record_failed")
     state.routed_nodes = decision.live
+    state.live_urls = {nid: url for nid, url in state.live_urls.items() if nid in decision.live}
 
     plan = decision.plan
     puts = [o for o in outcomes if isinstance(o.action, reload.Put)]

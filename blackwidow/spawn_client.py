@@ -68,6 +68,10 @@ class SpawnClient:
             raise SpawnBadResponse("put: expected {id, state, changed} for the sent id", node_url=node_url)
         return ack
 
+    def keepalive(self, node_url: str) -> None:
+        """POST /v1/keepalive: the scheduler is alive between polls (docs/coordination.md, "Liveness")."""
+        self._call("POST", node_url, "/v1/keepalive", {})
+
     def send_batch(self, node_url: str, drops: Sequence[str],
                    puts: Sequence[SubscriptionSpec]) -> SendBatchAck:
         """POST /v1/subscriptions: the drops, then the puts, in one request. Returns one answer per item

@@ -41,6 +41,7 @@ class Node:
         self.boot_id = uuid.uuid4().hex
         self.attached = False
         self.detached = False                                 # since hub silence, until registered again
+        self._last_assigned: tuple[str, ...] = ()            # what the hub's last poll named
         self._registration_failure: HubError | None = None    # the last attempt's, until one succeeds
         self.poll_interval_s: float | None = None
         self.watchdog = DetachWatchdog(detach_after_s, self.detach, clock=clock)
@@ -67,7 +68,15 @@ class Node:
             if self.budgets is not None:
                 self.budgets.apply(poll.budgets)
             self.registry.poll(poll.assigned)
+            self._last_assigned = poll.assigned
         return self.report()
+
+    def keepalive(self) -> dict:
+        """The hub is alive but between polls (a long tick): no detach, and what its last poll named is
+        still named (no orphan timer runs out because the hub is busy)."""
+        self.contact()
+        self.registry.poll(self._last_assigned)
+        return {"node_id": self.node_id, "boot_id": self.boot_id, "attached": self.attached}
 
     def put(self, spec: SubscriptionSpec) -> tuple[SubscriptionStatus, bool]:
         self.contact()

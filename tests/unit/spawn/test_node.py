@@ -89,3 +89,18 @@ def test_status_report_and_health_carry_the_load_figures():
     assert health["attached"] and health["subscribers"] == 2 and health["sources"] == 1
     assert health["load"] == 3
     assert node.metrics.registry.get_sample_value("bw_spawn_load") == 3
+
+
+def test_keepalives_between_polls_keep_the_node_attached_and_its_named_subscriptions():
+    h, node = make_node()
+    node.register_once()
+    node.put(spec("a"))
+    node.put(spec("b"))
+    node.heartbeat(Poll(node_id="node-1", assigned=("a",)))     # the hub's last poll named only "a"
+    for _ in range(6):                                           # a 60 s tick: keepalives every 10 s
+        h.clock.advance(10)
+        assert not node.watchdog.check()
+        assert node.keepalive() == {"node_id": "node-1", "boot_id": node.boot_id, "attached": True}
+    assert not node.detached
+    # "a" stays named; "b", never named by a poll, is an orphan after orphan_after_s like without keepalives
+    assert [s.id for s in h.registry.snapshot()] == ["a"]
