@@ -94,7 +94,7 @@ def save(session: Session, snapshot: UpstreamSnapshot, plans: Mapping[str, Plan]
     drop the holds it no longer needs. Creates the rows of identities that had none (defaults)."""
     now = utcnow()
     for identity_id, plan in plans.items():
-        if identity_id not in snapshot.stored:
+        if identity_id not in snapshot.stored and session.get(Identity, identity_id) is None:
             limits = snapshot.identities[identity_id].limits
             session.add(Identity(id=identity_id, **{f: getattr(limits, f) for f in LIMIT_FIELDS}, gen=plan.gen,
                                  created_at=now, updated_at=now))
@@ -123,12 +123,11 @@ def record_use(session: Session, node_id: str, uses: Mapping[str, IdentityUse], 
     node that saw it. Returns the ids of identities whose pause changed (their budgets change)."""
     changed = set()
     for identity_id, use in uses.items():
-        pause = None if use.paused_until is None else min(use.paused_until + skew_s, now + MAX_PAUSE_S)
-        wants_pause = pause is not None and pause > now
-        if not wants_pause and use.auth_error is None:
+        pause = -1.0 if use.paused_until is None else min(use.paused_until + skew_s, now + MAX_PAUSE_S)
+        if pause <= now and use.auth_error is None:
             continue
         row = _ensure(session, identity_id)
-        if wants_pause and (row.paused_until is None or pause > row.paused_until):
+        if pause > now and (row.paused_until is None or pause > row.paused_until):
             row.paused_until = pause
             row.pause_reason = (use.pause_reason or "paused by a node")[:MAX_REASON]
             row.gen += 1
