@@ -18,6 +18,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 import uuid
 
 from bench.common import SECRET, heading, pg_database, table, verdict
@@ -100,6 +101,9 @@ def hub(db_url: str, routing: str, join_url: str, changes: int, cycles: int) -> 
     # the scheduler's own session settings (blackwidow.scheduler.serve)
     client = TimedClient(make_session(USER_AGENT, pool_size=32), config.node_secret)
     state = PollerState()
+    # and its keepalives, as a leading scheduler sends them (the farm's nodes detach like real spawns)
+    from blackwidow import keepalive
+    keepalive.start(config, USER_AGENT, lambda: state.live_urls)
 
     def tick(phase: str) -> None:
         client.reset()
@@ -173,6 +177,10 @@ def run(nodes: int, subscriptions: int, routing: str, changes: int, cycles: int)
                           file=sys.stderr, flush=True)
             if hub_proc.wait() != 0:
                 raise RuntimeError(f"the hub process exited with {hub_proc.returncode}")
+        with urllib.request.urlopen(f"{info['control']}/stats", timeout=30) as resp:
+            stats = json.load(resp)
+        for t in ticks:
+            t["farm"] = stats
         return ticks
     finally:
         farm.stdin.close()
@@ -240,7 +248,11 @@ def report(args, results: dict[str, list[dict]]) -> None:
               f"{args.changes:,} changes: sends {soft['send_s']:.2f} s, whole tick {soft['seconds']:.2f} s "
               f"(goal ≤ {GOALS['soft']:.0f} s for the reload) — {verdict(soft['send_s'] <= GOALS['soft'])}; "
               f"hub peak memory {peak:.0f} MB (goal ≤ {GOALS['memory_mb']:.0f} MB) — "
-              f"{verdict(peak <= GOALS['memory_mb'])}.")
+              f"{verdict(peak <= GOALS['memory_mb'])}; spawns detached through the whole run: "
+              f"{ticks[-1]['farm'].get('detaches', 0)}, subscriptions dropped as orphans: "
+              f"{ticks[-1]['farm'].get('orphaned', 0)} (goal 0; the simulated spawns keep the real one's 15 s "
+              f"detach and 20 s orphan timers) — "
+              f"{verdict(not ticks[-1]['farm'].get('detaches') and not ticks[-1]['farm'].get('orphaned'))}.")
     notes(args, results)
 
 

@@ -7,8 +7,12 @@ thousand nodes cost one process.
 
     BW_NODE_SECRET=S python -m bench.spawn_farm --nodes 1000
 Prints one JSON line {"urls": [...], "control": url} once listening, then serves until stdin closes.
-GET {control}/stats answers {"PUT": n, "DELETE": n, "POST": n, "BATCH": n, "subscriptions": n} (puts and
-drops applied by either route, status polls, batch requests); POST resets counts;
+Each node keeps a real spawn's timers (--detach-after, --orphan-after: the spawn's defaults): it detaches
+(drops everything, new boot id) after that long without a hub call (poll, send or keepalive), and drops a
+subscription no poll has named for --orphan-after (keepalives refresh what the last poll named).
+GET {control}/stats answers {"PUT": n, "DELETE": n, "POST": n, "BATCH": n, "KEEPALIVE": n, "detaches": n,
+"orphaned": n, "subscriptions": n} (puts and drops applied by either route, status polls, batch requests,
+keepalives, detaches, subscriptions dropped as orphans); POST resets counts;
 POST {control}/load {url: [spec, ...]} installs specs directly (profiling a hub that has run a while).
 """
 import argparse
@@ -17,6 +21,7 @@ import json
 import os
 import resource
 import sys
+import time
 import uuid
 from collections import Counter
 
@@ -33,12 +38,48 @@ class SimNode:
         self.boot_id = uuid.uuid4().hex
         self.subs: dict[str, dict] = {}        # id -> spec as sent
         self._report: bytes | None = None      # cached status body, dropped on every change
+        self.contact: float | None = None      # the hub's last call (None: never called yet)
+        self.named: dict[str, float] = {}      # id -> when a poll last named it (or it was put)
+        self.last_assigned: list[str] = []
+
+    def heard(self) -> None:
+        self.contact = time.monotonic()
+
+    def polled(self, body: bytes) -> None:
+        """A poll names the ids assigned here: their orphan timers start again."""
+        now = time.monotonic()
+        try:
+            assigned = json.loads(body).get("assigned", []) if body else []
+        except ValueError:
+            assigned = []
+        self.last_assigned = assigned if isinstance(assigned, list) else []
+        self.refresh(now)
+
+    def refresh(self, now: float) -> None:
+        for sub_id in self.last_assigned:
+            if sub_id in self.subs:
+                self.named[sub_id] = now
+
+    def expire(self, now: float, detach_after_s: float, orphan_after_s: float) -> tuple[int, int]:
+        """(detached, orphaned) as a real spawn's watchdog and registry would now."""
+        if self.contact is not None and now - self.contact > detach_after_s:
+            self.subs.clear()
+            self.named.clear()
+            self.boot_id = uuid.uuid4().hex
+            self._report = None
+            self.contact = now        # a real spawn registers again at once; its watchdog starts over
+            return 1, 0
+        orphans = [i for i in self.subs if now - self.named.get(i, now) > orphan_after_s]
+        for sub_id in orphans:
+            self.delete(sub_id)
+        return 0, len(orphans)
 
     def put(self, sub_id: str, spec: dict) -> tuple[int, dict]:
         if spec.get("id") != sub_id:
             return 422, {"error": {"code": "invalid", "message": "'id' must equal the id in the URL",
                                    "field": "id"}}
         changed = self.subs.get(sub_id) != spec
+        self.named.setdefault(sub_id, time.monotonic())
         if changed:
             self.subs[sub_id] = spec
             self._report = None
@@ -46,6 +87,7 @@ class SimNode:
 
     def delete(self, sub_id: str) -> tuple[int, dict]:
         removed = self.subs.pop(sub_id, None) is not None
+        self.named.pop(sub_id, None)
         if removed:
             self._report = None
         return 200, {"id": sub_id, "removed": removed}
@@ -99,9 +141,16 @@ class Farm:
             return 200, json.dumps(stats).encode()
         if headers.get("authorization") != self.auth:
             return 401, b'{"error": {"code": "unauthorized", "message": "bad node secret"}}'
+        node.heard()
         if path == "/v1/status" and method in ("GET", "POST"):
             self.counts[method] += 1
+            if method == "POST":
+                node.polled(body)
             return 200, node.report()
+        if path == "/v1/keepalive" and method == "POST":
+            self.counts["KEEPALIVE"] += 1
+            node.refresh(time.monotonic())
+            return 200, json.dumps({"node_id": node.node_id, "boot_id": node.boot_id, "attached": True}).encode()
         if path == SUB_PATH.rstrip("/") and method == "POST":
             self.counts["BATCH"] += 1
             try:
@@ -152,7 +201,18 @@ class Farm:
             writer.close()
 
 
-async def run(count: int, secret: str) -> None:
+async def watch(farm: Farm, detach_after_s: float, orphan_after_s: float) -> None:
+    """The spawns' watchdogs and orphan timers, checked every half second."""
+    while True:
+        await asyncio.sleep(0.5)
+        now = time.monotonic()
+        for node in farm.nodes:
+            detached, orphaned = node.expire(now, detach_after_s, orphan_after_s)
+            farm.counts["detaches"] += detached
+            farm.counts["orphaned"] += orphaned
+
+
+async def run(count: int, secret: str, detach_after_s: float = 15.0, orphan_after_s: float = 20.0) -> None:
     farm = Farm(secret)
     servers = []
     for _ in range(count):
@@ -166,17 +226,21 @@ async def run(count: int, secret: str) -> None:
     control = await asyncio.start_server(lambda r, w: farm.serve_connection(None, r, w), "127.0.0.1", 0)
     control_url = f"http://127.0.0.1:{control.sockets[0].getsockname()[1]}"
     print(json.dumps({"urls": [n.url for n in farm.nodes], "control": control_url}), flush=True)
+    watcher = asyncio.create_task(watch(farm, detach_after_s, orphan_after_s))
     # serve until the parent closes our stdin
     await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+    watcher.cancel()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--nodes", type=int, default=1000)
+    parser.add_argument("--detach-after", type=float, default=15.0)    # the spawn's BW_DETACH_AFTER_S
+    parser.add_argument("--orphan-after", type=float, default=20.0)    # the spawn's BW_ORPHAN_AFTER_S
     args = parser.parse_args()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 8 * args.nodes + 256)), hard))
-    asyncio.run(run(args.nodes, os.environ["BW_NODE_SECRET"]))
+    asyncio.run(run(args.nodes, os.environ["BW_NODE_SECRET"], args.detach_after, args.orphan_after))
 
 
 if __name__ == "__main__":

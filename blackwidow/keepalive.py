@@ -14,6 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Mapping
 
 from blackwidow.spawn_client import SpawnClient, SpawnError
+from shared.config import HubConfig
+from shared.http import make_session
 
 logger = logging.getLogger(__name__)
 
@@ -48,3 +50,16 @@ def run(client: SpawnClient, nodes: Callable[[], Mapping[str, str]], interval_s:
             if on_round is not None:
                 on_round(len(results), results.count(False))
             stop.wait(max(0.0, interval_s - (time.monotonic() - began)))
+
+
+def start(config: HubConfig, user_agent: str, nodes: Callable[[], Mapping[str, str]],
+          on_round: Callable[[int, int], None] | None = None) -> tuple[threading.Thread, threading.Event]:
+    """The keepalive thread of a leading scheduler, on HTTP connections of its own with short timeouts (a
+    busy tick must not hold them up). Set the returned event to stop it."""
+    client = SpawnClient(make_session(user_agent, pool_size=MAX_WORKERS), config.node_secret, timeout=(1.0, 2.0))
+    stop = threading.Event()
+    thread = threading.Thread(target=run, name="bw-keepalive", daemon=True, kwargs={
+        "client": client, "nodes": nodes, "stop": stop, "on_round": on_round,
+        "interval_s": interval_for(config.poll_interval_s, config.detach_after_s, config.orphan_after_s)})
+    thread.start()
+    return thread, stop

@@ -77,9 +77,6 @@ def serve(config: HubConfig, stop: threading.Event, metrics: SchedulerMetrics) -
     sessionmaker = make_sessionmaker(config.database_url)
     lock = leadership.make_lock(sessionmaker, lease_ttl_s(config.poll_interval_s))
     client = SpawnClient(make_session(USER_AGENT, pool_size=32), config.node_secret)
-    # keepalives have their own connections and short timeouts: a busy tick must not hold them up
-    keepalive_client = SpawnClient(make_session(USER_AGENT, pool_size=keepalive.MAX_WORKERS), config.node_secret,
-                                   timeout=(1.0, 2.0))
     standby_logged = False
     try:
         while not stop.is_set():
@@ -93,12 +90,7 @@ def serve(config: HubConfig, stop: threading.Event, metrics: SchedulerMetrics) -
             metrics.leader.set(1)
             logger.info("scheduler.leader", extra={"interval_s": config.poll_interval_s})
             state = PollerState()        # a new leader claims an epoch and learns the node set from the database
-            leading = threading.Event()
-            alive = threading.Thread(target=keepalive.run, name="bw-keepalive", daemon=True, args=(
-                keepalive_client, lambda: state.live_urls,
-                keepalive.interval_for(config.poll_interval_s, config.detach_after_s, config.orphan_after_s),
-                leading), kwargs={"on_round": metrics.keepalive_round})
-            alive.start()
+            alive, leading = keepalive.start(config, USER_AGENT, lambda: state.live_urls, metrics.keepalive_round)
             try:
                 run_as_leader(lock, lambda: poll_once(sessionmaker, client, config, state=state, metrics=metrics),
                               config.poll_interval_s, stop)
