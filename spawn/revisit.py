@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Callable, Sequence
 
 from spawn.mediawiki import MAX_TITLES, MediaWikiClient, MediaWikiError
+from spawn.upstream_budget import FRESH, Demand
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +60,7 @@ class _Entry:
     last_rev_id: int = field(compare=False)
     interval_s: float = field(compare=False)
     wake: Callable[[], None] = field(compare=False)
+    tenants: tuple[str, ...] = field(default=(), compare=False)
     cancelled: bool = field(default=False, compare=False)
 
 
@@ -78,11 +80,13 @@ class RevisitBatcher:
         self.requests = 0
 
     def schedule(self, key: str, page_id: int, last_rev_id: int, delay_s: float, interval_s: float,
-                 wake: Callable[[], None]) -> None:
-        """(Re)place `key` in the queue: checked in `delay_s`, then every `interval_s` while unchanged."""
+                 wake: Callable[[], None], tenants: tuple[str, ...] = ()) -> None:
+        """(Re)place `key` in the queue: checked in `delay_s`, then every `interval_s` while unchanged.
+        `tenants`: whose freshness demand the check is, for an identity's upstream budget."""
         with self._cond:
             self._cancel_locked(key)
-            entry = _Entry(self._clock() + delay_s, next(self._seq), key, page_id, last_rev_id, interval_s, wake)
+            entry = _Entry(self._clock() + delay_s, next(self._seq), key, page_id, last_rev_id, interval_s, wake,
+                           tenants)
             self._by_key[key] = entry
             heapq.heappush(self._heap, entry)
             self._cond.notify()
@@ -114,7 +118,9 @@ class RevisitBatcher:
         for i in range(0, len(due), MAX_TITLES):
             chunk = due[i:i + MAX_TITLES]
             try:
-                latest = self.client.last_rev_ids([e.page_id for e in chunk], cancel=self._stop)
+                tenants = tuple(sorted({t for e in chunk for t in e.tenants}))
+                latest = self.client.last_rev_ids([e.page_id for e in chunk], cancel=self._stop,
+                                                  demand=Demand(FRESH, tenants))
                 self.requests += 1
             except MediaWikiError as exc:
                 logger.warning("revisit.check_failed", extra={"host": self.client.host, "error": str(exc)})

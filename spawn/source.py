@@ -323,14 +323,16 @@ class DataSource:
         age = self._now() - newest[0].timestamp()
         delay = revisit.first_delay(interval, age, self.revisit_min_s, self.revisit_max_s)
         every = revisit.clamp(interval or self.revisit_max_s, self.revisit_min_s, self.revisit_max_s)
-        self.batcher.schedule(self.key, self.page.page_id, last_id, delay, every, self.wake)
+        self.batcher.schedule(self.key, self.page.page_id, last_id, delay, every, self.wake, self._tenants())
 
     def _kw(self) -> dict:
         """What every wiki request of this source carries: its stop event, its retry and wait
         reports, and its lane and tenants for an identity's upstream budget."""
-        tenants = tuple(sorted({s.spec.tenant_id for s in self.subscribers()}))
         return dict(cancel=self._stop, on_retry=self._on_retry, on_wait=self._on_wait,
-                    demand=Demand(FRESH if self.had_history else BACKFILL, tenants))
+                    demand=Demand(FRESH if self.had_history else BACKFILL, self._tenants()))
+
+    def _tenants(self) -> tuple[str, ...]:
+        return tuple(sorted({s.spec.tenant_id for s in self.subscribers()}))
 
     def _on_wait(self, reason: str | None) -> None:
         """Waiting for the upstream budget (reason), or served after such a wait (None)."""

@@ -123,7 +123,7 @@ class FakeBatcher:
     def __init__(self):
         self.scheduled: dict[str, tuple] = {}
 
-    def schedule(self, key, page_id, last_rev_id, delay_s, interval_s, wake):
+    def schedule(self, key, page_id, last_rev_id, delay_s, interval_s, wake, tenants=()):
         self.scheduled[key] = (page_id, last_rev_id, delay_s, interval_s)
 
     def cancel(self, key):

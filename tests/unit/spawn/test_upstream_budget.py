@@ -177,3 +177,19 @@ def test_a_request_cut_at_its_windows_end_is_sent_again_under_the_next_and_not_c
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_revisit_check_waits_as_freshness_demand_of_the_pages_tenants():
+    from spawn.revisit import RevisitBatcher
+    ib = IdentityBudget("h", skew_s=SKEW)
+    client = MediaWikiClient(requests.Session(), "http://127.0.0.1:9/api.php", limiter=HostLimiter(0), budget=ib)
+    batcher = RevisitBatcher(client, min_s=60)
+    batcher.schedule("k1", 1, 10, 0.0, 60.0, lambda: None, ("t1",))
+    batcher.schedule("k2", 2, 20, 0.0, 60.0, lambda: None, ("t1", "t2"))
+    try:
+        deadline = time.time() + 5
+        while ib.use().fresh != {"t1": 1, "t2": 1} and time.time() < deadline:
+            time.sleep(0.05)
+        assert ib.use().fresh == {"t1": 1, "t2": 1} and ib.use().requests == 0    # one check for both pages
+    finally:
+        batcher.stop()
