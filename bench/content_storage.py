@@ -42,7 +42,8 @@ def crispr_jsonl() -> Iterator[tuple[int, list[tuple[int, str]]]]:
 def export_xml(stream) -> Iterator[tuple[int, list[tuple[int, str]]]]:
     """Pages of a MediaWiki export (any schema version): (page id, [(rev id, text)]) in file order."""
     stack: list[str] = []
-    page_id, rev_id, revisions = 0, 0, []
+    page_id, rev_id = 0, 0
+    revisions: list[tuple[int, str]] = []
     for event, el in ET.iterparse(stream, events=("start", "end")):
         tag = el.tag.rsplit("}", 1)[-1]
         if event == "start":
@@ -81,7 +82,7 @@ def seeded() -> Iterator[tuple[int, list[tuple[int, str]]]]:
     from tools.wikigen import generate
     for i, page in enumerate(generate().pages, start=1):
         if not page.is_redirect:
-            yield i, [(i * 100_000 + k, rev.text) for k, rev in enumerate(page.revisions)]
+            yield i, [(i * 100_000 + k, rev.text or "") for k, rev in enumerate(page.revisions)]
 
 
 DATASETS = (("enwiki CRISPR, 1,982 revisions (API)", crispr_jsonl),
@@ -95,7 +96,8 @@ DATASETS = (("enwiki CRISPR, 1,982 revisions (API)", crispr_jsonl),
 def sizes(pages) -> dict:
     raw = zl = stored = revisions = repeats = 0
     for _, history in pages:
-        known, group = {}, None
+        known: dict[str, tuple[int, int]] = {}
+        group = None
         seen = set()
         for i in range(0, len(history), BATCH):
             batch = history[i:i + BATCH]
@@ -185,8 +187,9 @@ def cassandra_runs(revisions: list[Revision]) -> list[tuple]:
             store = CassandraRevisionStore(session, keyspace)
             wiki = f"{name.split()[0]}.bench"
             if name.startswith("zlib"):
-                store._texts = ZlibPerRevision(session, keyspace)
-                read = store._texts.content
+                legacy = ZlibPerRevision(session, keyspace)
+                store._texts = legacy               # type: ignore[assignment]  # same two methods
+                read = legacy.content
             else:
                 read = store.content
             batch = [dataclasses.replace(r, wiki=wiki) for r in revisions]

@@ -55,7 +55,7 @@ class TextWriter:
         with_text = sorted((r for r in revisions if r.content is not None), key=lambda r: (r.timestamp, r.rev_id))
         if not with_text:
             return [], []
-        plan = plan_texts([TextInput(r.rev_id, r.content) for r in with_text],
+        plan = plan_texts([TextInput(r.rev_id, r.content) for r in with_text if r.content is not None],
                           self._known(wiki, page_id, with_text), self._group(wiki, page_id))
         self._remember(wiki, page_id, plan.group)
         return self._bodies(wiki, page_id, plan), self._pointers(wiki, page_id, plan, with_text)
@@ -94,14 +94,16 @@ class TextWriter:
 
     def _bodies(self, wiki: str, page_id: int, plan: Plan) -> list[tuple]:
         ps = self._ps
-        out = [(ps["text_blob"], (b.base, b.codec, b.body, wiki, page_id, b.grp, b.blob)) for b in plan.blobs]
+        out: list[tuple] = [(ps["text_blob"], (b.base, b.codec, b.body, wiki, page_id, b.grp, b.blob))
+                            for b in plan.blobs]
         out += [(ps["text_ref"], ({*revs}, wiki, page_id, grp, blob)) for (grp, blob), revs in plan.refs.items()]
         out += [(ps["text_group"], (wiki, page_id, grp)) for grp in plan.groups]
         return out
 
     def _pointers(self, wiki: str, page_id: int, plan: Plan, revisions: list[Revision]) -> list[tuple]:
         ps, models = self._ps, {r.rev_id: r.content_model for r in revisions}
-        out = [(ps["text_sha1"], (wiki, page_id, sha1, grp, blob)) for sha1, (grp, blob) in plan.new_digests.items()]
+        out: list[tuple] = [(ps["text_sha1"], (wiki, page_id, sha1, grp, blob))
+                            for sha1, (grp, blob) in plan.new_digests.items()]
         out += [(ps["text_pointer"], (wiki, p.rev_id, page_id, models[p.rev_id], p.sha1, p.grp, p.blob))
                 for p in plan.pointers]
         return out
