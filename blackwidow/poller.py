@@ -13,10 +13,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Callable
+from typing import Callable, Mapping
 
 from blackwidow import fencing, reload, sends
 from blackwidow.decide import Decision, Polled, Rules, Settlement, decide, settle
+from blackwidow.store import identities
+from blackwidow.upstream import tick as upstream_tick
+from blackwidow.upstream.allocate import Plan
 from blackwidow.leadership import holder_id
 from blackwidow.metrics import SchedulerMetrics
 from blackwidow.quota import leasing, store as quota_store
@@ -25,7 +28,7 @@ from blackwidow.store import coordination as store
 from blackwidow.store.coordination import Snapshot
 from blackwidow.tick_gc import without_cyclic_gc
 from shared.config import HubConfig
-from shared.wire import Poll, StatusReport
+from shared.wire import IdentityUse, Poll, StatusReport
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +49,8 @@ class PollerState:
     fence: fencing.Fence | None = None
     # {node id: url} of the live nodes of the latest snapshot, for the keepalive thread (blackwidow.keepalive)
     live_urls: dict[str, str] = field(default_factory=dict)
+    # {node id: its latest StatusReport.identities}: the upstream demand the next budgets serve
+    uses: dict[str, Mapping[str, IdentityUse]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -82,17 +87,23 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
             fencing.check(session, state.fence)
         before = quota_store.load(session)
         snap = leasing.mark_leased(store.load_snapshot(session), leasing.leased_tenants(before))
+        upstream = identities.load(session)
     live = sorted((n for n in snap.nodes.values() if n.state == store.LIVE), key=lambda n: n.id)
     live_ids = frozenset(n.id for n in live)
     state.live_urls = {n.id: n.url for n in live}          # kept alive from now on, however long this tick
     leases = leasing.plan_grants(before, snap, live_ids, leasing.params_for(config), at.timestamp(), state.quota)
-    if leases.any:
-        # written before the polls carry them: a crash must not forget a grant
+    budgets = upstream_tick.plan_budgets(upstream, state.uses, live_ids, at.timestamp(), upstream_tick.params(config))
+    if leases.any or budgets:
+        # written before the polls carry them: a crash or a new leader must not forget a grant or a slot hold
         with sessionmaker.begin() as session:
             fencing.check(session, state.fence)
-            quota_store.write_grants(session, leases, at)
+            if leases.any:
+                quota_store.write_grants(session, leases, at)
+            identities.save(session, upstream, budgets)
 
-    polled = _poll_nodes(spawn_client, live, snap, metrics, leases)
+    polled = _poll_nodes(spawn_client, live, snap, metrics, leases, budgets)
+    state.uses = {nid: r.identities for nid, r in polled.reports.items()} | \
+        {nid: use for nid, use in state.uses.items() if nid in polled.failed}
     decision = decide(snap, polled, leases, Rules.of(config), at,
                       previous_live=state.routed_nodes if state.routed_nodes is not None else live_ids,
                       memory=state.quota)
@@ -104,7 +115,7 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
     try:
         with sessionmaker.begin() as session:
             fencing.check(session, state.fence, ticked_at=now())
-            _record(session, snap, at, leases, decision, settlement)
+            _record(session, snap, at, leases, polled, decision, settlement, config.max_clock_skew_s)
     except fencing.LeadershipLost:
         raise
     except Exception:
@@ -145,10 +156,13 @@ def _log_decision(snap: Snapshot, decision: Decision) -> None:
                                              "adopts": len(plan.adopts), "reasons": plan.reasons})
 
 
-def _record(session, snap: Snapshot, at: datetime, leases: leasing.LeaseRound, decision: Decision,
-            settlement: Settlement) -> None:
+def _record(session, snap: Snapshot, at: datetime, leases: leasing.LeaseRound, polled: Polled,
+            decision: Decision, settlement: Settlement, skew_s: float) -> None:
     nodes = decision.nodes
     store.record_node_polls(session, at, ok=nodes.ok, failed=nodes.failures, dead=nodes.dead)
+    for node_id, report in sorted(polled.reports.items()):
+        if report.identities:       # pauses (429, maxlag) and refused credentials, for every node's next budget
+            identities.record_use(session, node_id, report.identities, now=at.timestamp(), skew_s=skew_s)
     if leases.any:
         quota_store.write_learnt(session, leases, decision.learnt)
     present = store.lock_existing_subscriptions(session, set(settlement.assignments) | set(settlement.subscriptions))
@@ -169,7 +183,7 @@ def _each(fn, items: list) -> list:
 
 
 def _poll_nodes(client: SpawnClient, live: list[store.NodeView], snap: Snapshot, metrics: SchedulerMetrics,
-                leases: leasing.LeaseRound) -> Polled:
+                leases: leasing.LeaseRound, budgets: Mapping[str, Plan]) -> Polled:
     """Poll concurrently: the answers, and the nodes whose poll failed."""
     assigned: dict[str, list[str]] = {}
     for sub_id, assignment in snap.assignments.items():
@@ -179,7 +193,8 @@ def _poll_nodes(client: SpawnClient, live: list[store.NodeView], snap: Snapshot,
         began = time.monotonic()
         try:
             report = client.poll(node.url, Poll(node_id=node.id, assigned=tuple(sorted(assigned.get(node.id, ()))),
-                                                leases=leases.for_node(node.id)))
+                                                leases=leases.for_node(node.id),
+                                                budgets=upstream_tick.budgets_for(budgets, node.id)))
             if report.node_id is not None and report.node_id != node.id:
                 raise SpawnError(f"answered as node {report.node_id}", node_url=node.url)
             return node, report

@@ -12,6 +12,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from blackwidow.models import Assignment, Node, Reload, Subscription
+from shared.hashing import wiki_key
 from shared.wire import SubscriptionSpec
 
 _UPSERTS = {"postgresql": postgresql.insert, "sqlite": sqlite.insert}
@@ -79,11 +80,16 @@ def load_snapshot(session: Session) -> Snapshot:
              for r in session.execute(sa.select(Node.id, Node.url, Node.state, Node.consecutive_failures,
                                                 Node.boot_id))}
     subs = {}
+    identities: dict[str, str] = {}       # wiki -> its upstream identity (docs/upstream.md)
     rows = session.execute(sa.select(*_SUBSCRIPTION_COLUMNS))
     for (sub_id, source, tenant, wiki, title, content, quota, enabled, state, node_id, revisions, last_rev_id,
          last_error, page_key) in rows:
+        identity = identities.get(wiki)
+        if identity is None:
+            identity = identities.setdefault(wiki, wiki_key(wiki))
         spec = SubscriptionSpec(id=sub_id, source_uuid=source, tenant_id=share(tenant, tenant),
-                                wiki=share(wiki, wiki), title=title, content=bool(content), quota=quota)
+                                wiki=share(wiki, wiki), title=title, content=bool(content), quota=quota,
+                                identity=identity)
         node_id = node_id and share(node_id, node_id)
         subs[sub_id] = SubscriptionView(sub_id, spec, enabled, share(state, state), node_id, revisions,
                                         last_rev_id, last_error, page_key)

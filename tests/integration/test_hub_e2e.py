@@ -72,6 +72,7 @@ def test_hub_with_real_spawns(postgres_url, mediawiki, tmp_path):
         wait_for(lambda: placed_as_routed(hub, survivors), 30, 0.2)
         moved_s = time.monotonic() - killed
         assert hub.live_nodes() == sorted(survivors)
+        time.sleep(3 * INTERVAL_S)        # make before break: the moved copies' old ones go a tick later
 
         before = {i: _restarts(s) for i, s in enumerate(spawns) if s is not victim_proc}
         hub.stop()
