@@ -99,8 +99,11 @@ def spawn_harvest(api: str, titles: list[str], keyspace: str, log_dir: Path,
             sub_id = str(uuid.uuid4())
             spec = {"id": sub_id, "source_uuid": str(source_uuid(api, title)), "tenant_id": "bench",
                     "wiki": api, "title": title, "content": False, "quota": None}
-            answer = http.put(f"{url}/v1/subscriptions/{sub_id}", json=spec, headers=AUTH, timeout=10)
+            answer = http.post(f"{url}/v1/subscriptions", json={"drops": [], "puts": [spec]}, headers=AUTH,
+                               timeout=10)
             answer.raise_for_status()
+            if "error" in answer.json()["puts"][0]:
+                raise RuntimeError(f"the spawn refused {title!r}: {answer.json()['puts'][0]['error']}")
         while True:
             procs.check()
             report = http.get(url + "/v1/status", headers=AUTH, timeout=10).json()

@@ -1,7 +1,7 @@
 """Many simulated spawns in one process: each node is a real HTTP endpoint on a port of its own,
-speaking the node API of shared/wire.py as tests/integration/spawn_double.py does (idempotent PUT,
-DELETE of unknown ids succeeds, POST /v1/subscriptions applies a batch's drops then its puts the same
-way and answers per item, status reports every subscription with the spec it runs). It fetches
+speaking the node API of shared/wire.py as tests/integration/spawn_double.py does (POST
+/v1/subscriptions applies a batch's drops, then its puts, and answers per item: an equal spec changes
+nothing, a drop of an unknown id succeeds; status reports every subscription with the spec it runs). It fetches
 nothing. One asyncio loop serves every port with a minimal HTTP/1.1 keep-alive server, so a
 thousand nodes cost one process.
 
@@ -11,7 +11,7 @@ Each node keeps a real spawn's timers (--detach-after, --orphan-after: the spawn
 (drops everything, new boot id) after that long without a hub call (poll, send or keepalive), and drops a
 subscription no poll has named for --orphan-after (keepalives refresh what the last poll named).
 GET {control}/stats answers {"PUT": n, "DELETE": n, "POST": n, "BATCH": n, "KEEPALIVE": n, "detaches": n,
-"orphaned": n, "subscriptions": n} (puts and drops applied by either route, status polls, batch requests,
+"orphaned": n, "subscriptions": n} (puts and drops applied, status polls, batch requests,
 keepalives, detaches, subscriptions dropped as orphans); POST resets counts;
 POST {control}/load {url: [spec, ...]} installs specs directly (profiling a hub that has run a while).
 """
@@ -28,7 +28,7 @@ from collections import Counter
 from shared.hashing import node_id_for
 from shared.wire import MAX_BATCH_ITEMS
 
-SUB_PATH = "/v1/subscriptions/"
+SUB_PATH = "/v1/subscriptions"
 
 
 class SimNode:
@@ -75,9 +75,6 @@ class SimNode:
         return 0, len(orphans)
 
     def put(self, sub_id: str, spec: dict) -> tuple[int, dict]:
-        if spec.get("id") != sub_id:
-            return 422, {"error": {"code": "invalid", "message": "'id' must equal the id in the URL",
-                                   "field": "id"}}
         changed = self.subs.get(sub_id) != spec
         self.named.setdefault(sub_id, time.monotonic())
         if changed:
@@ -151,7 +148,7 @@ class Farm:
             self.counts["KEEPALIVE"] += 1
             node.refresh(time.monotonic())
             return 200, json.dumps({"node_id": node.node_id, "boot_id": node.boot_id, "attached": True}).encode()
-        if path == SUB_PATH.rstrip("/") and method == "POST":
+        if path == SUB_PATH and method == "POST":
             self.counts["BATCH"] += 1
             try:
                 status, answer = node.apply_batch(json.loads(body))
@@ -161,18 +158,6 @@ class Farm:
                 self.counts["DELETE"] += len(answer["drops"])
                 self.counts["PUT"] += len(answer["puts"])
             return status, json.dumps(answer).encode()
-        self.counts[method] += 1
-        if path.startswith(SUB_PATH):
-            sub_id = path[len(SUB_PATH):]
-            if method == "PUT":
-                try:
-                    status, answer = node.put(sub_id, json.loads(body))
-                except ValueError:
-                    status, answer = 400, {"error": {"code": "bad_json", "message": "body is not JSON"}}
-                return status, json.dumps(answer).encode()
-            if method == "DELETE":
-                status, answer = node.delete(sub_id)
-                return status, json.dumps(answer).encode()
         return 404, b'{"error": {"code": "not_found", "message": "no such route"}}'
 
     async def serve_connection(self, node: SimNode | None, reader: asyncio.StreamReader,

@@ -9,12 +9,11 @@ The node secret travels only in the Authorization header and is never logged or 
 """
 import logging
 from typing import Sequence
-from urllib.parse import quote
 
 import requests
 
 from shared.errors import ValidationError
-from shared.wire import Poll, PutAck, SendBatch, SendBatchAck, StatusReport, SubscriptionSpec
+from shared.wire import Poll, SendBatch, SendBatchAck, StatusReport, SubscriptionSpec
 
 logger = logging.getLogger(__name__)
 
@@ -57,21 +56,6 @@ class SpawnClient:
         except ValidationError as exc:
             raise SpawnBadResponse(f"status report: {exc.message}", node_url=node_url) from None
 
-    def put(self, node_url: str, spec: SubscriptionSpec) -> PutAck:
-        """PUT /v1/subscriptions/{id}. Idempotent: an equal spec changes nothing on the node."""
-        body = self._call("PUT", node_url, f"/v1/subscriptions/{quote(spec.id, safe='')}", spec.to_dict())
-        try:
-            ack = PutAck.from_dict(body)
-        except ValidationError:
-            ack = None
-        if ack is None or ack.id != spec.id:
-            raise SpawnBadResponse("put: expected {id, state, changed} for the sent id", node_url=node_url)
-        return ack
-
-    def keepalive(self, node_url: str) -> None:
-        """POST /v1/keepalive: the scheduler is alive between polls (docs/coordination.md, "Liveness")."""
-        self._call("POST", node_url, "/v1/keepalive", {})
-
     def send_batch(self, node_url: str, drops: Sequence[str],
                    puts: Sequence[SubscriptionSpec]) -> SendBatchAck:
         """POST /v1/subscriptions: the drops, then the puts, in one request. Returns one answer per item
@@ -87,12 +71,7 @@ class SpawnClient:
             raise SpawnBadResponse("batch: expected one answer per sent id, in order", node_url=node_url)
         return ack
 
-    def drop(self, node_url: str, subscription_id: str) -> None:
-        """DELETE /v1/subscriptions/{id}. Idempotent: an unknown id is success too."""
-        self._call("DELETE", node_url, f"/v1/subscriptions/{quote(subscription_id, safe='')}", None,
-                   ok_missing=True)
-
-    def _call(self, method: str, node_url: str, path: str, payload, *, ok_missing: bool = False):
+    def _call(self, method: str, node_url: str, path: str, payload):
         url = node_url.rstrip("/") + path
         try:
             resp = self._http.request(method, url, json=payload, headers=self._auth, timeout=self._timeout)
@@ -101,8 +80,6 @@ class SpawnClient:
         except requests.RequestException as exc:
             # the message names the failure class only: request details may echo headers
             raise SpawnUnreachable(f"{method} {path}: {type(exc).__name__}", node_url=node_url) from None
-        if ok_missing and resp.status_code == 404:
-            return None
         if resp.status_code >= 500:
             raise SpawnUnreachable(f"{method} {path}: HTTP {resp.status_code}", node_url=node_url,
                                    status=resp.status_code)
@@ -110,8 +87,6 @@ class SpawnClient:
             raise SpawnRejected(f"{method} {path}: HTTP {resp.status_code} {_error_message(resp)}",
                                 node_url=node_url, status=resp.status_code)
         if resp.status_code == 204 or not resp.content:
-            if method == "DELETE":
-                return None
             raise SpawnBadResponse(f"{method} {path}: empty body", node_url=node_url, status=resp.status_code)
         try:
             return resp.json()

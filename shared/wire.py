@@ -1,7 +1,6 @@
 """JSON shapes exchanged between hub and spawns, with strict parsing. Pure: no I/O.
 
-Hub -> spawn:  PUT /v1/subscriptions/{id}  body = SubscriptionSpec -> PutAck
-               POST /v1/subscriptions      body = SendBatch (drops and puts) -> SendBatchAck
+Hub -> spawn:  POST /v1/subscriptions      body = SendBatch (drops and puts) -> SendBatchAck
                POST /v1/status             body = Poll (heartbeat, assigned ids)
 Spawn -> hub:  POST /v1/nodes              body = Registration -> RegistrationAck
 Spawn reply to a poll: StatusReport.
@@ -70,8 +69,7 @@ class SubscriptionSpec:
 
 @dataclass(frozen=True)
 class PutAck:
-    """The spawn's answer to one put (PUT /v1/subscriptions/{id}, or an item of a SendBatch);
-    changed=False means it already ran this spec."""
+    """The spawn's answer to one put of a SendBatch; changed=False means it already ran this spec."""
     id: str
     state: str
     changed: bool
@@ -125,7 +123,7 @@ class ItemError:
 @dataclass(frozen=True)
 class SendBatch:
     """Hub -> spawn: POST /v1/subscriptions, many sends in one request. The spawn applies every drop,
-    then every put, each exactly as DELETE and PUT /v1/subscriptions/{id} do, and answers a
+    then every put, each idempotently (an unknown drop and an equal put change nothing), and answers a
     SendBatchAck. Puts stay spec bodies here: the spawn parses each on its own, so a bad spec fails
     only itself. At most MAX_BATCH_ITEMS items (413 naming the list that crosses it)."""
     drops: tuple[str, ...] = ()

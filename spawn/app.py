@@ -32,9 +32,7 @@ def create_app(node: Node, *, secret: str, metrics_port: int | None = None) -> f
     """`metrics_port`: the listener /metrics answers on (shared/metrics_listener.py); None = nowhere."""
     app = falcon.App(middleware=[BearerAuth(secret)])
     register_error_handlers(app)
-    subscriptions = SubscriptionsResource(node)
-    app.add_route("/v1/subscriptions", subscriptions)
-    app.add_route("/v1/subscriptions/{sub_id}", subscriptions, suffix="item")
+    app.add_route("/v1/subscriptions", SubscriptionsResource(node))
     app.add_route("/v1/status", StatusResource(node))
     app.add_route("/v1/keepalive", KeepaliveResource(node))
     app.add_route("/health", HealthResource(node))

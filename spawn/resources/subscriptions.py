@@ -1,5 +1,5 @@
-"""The hub's sends: PUT/DELETE /v1/subscriptions/{sub_id} one at a time, POST /v1/subscriptions many
-at once (drops, then puts, each as the single routes do). All idempotent."""
+"""The hub's sends: POST /v1/subscriptions, a batch of drops and puts (drops first). Every item is
+idempotent: dropping an unknown id and putting an equal spec change nothing."""
 import logging
 from urllib.parse import urlsplit
 
@@ -10,18 +10,15 @@ from spawn.node import Node
 
 logger = logging.getLogger(__name__)
 
-MAX_BODY_BYTES = 64 * 1024
 # The item count (shared.wire.MAX_BATCH_ITEMS, 1,000) is what bounds a batch: a worst-case spec (a
 # 2,048-character wiki URL, a 255-byte title sent as \u escapes) is about 3 KB of JSON, so 1,000 of
 # them fit in 4 MiB; a typical spec is about 300 bytes.
 MAX_BATCH_BYTES = 4 * 1024 * 1024
 
 
-def parse_spec(body: dict, sub_id: str | None = None) -> SubscriptionSpec:
-    """A spec the node can run; `sub_id`, when given, is the id in the URL the spec must carry."""
+def parse_spec(body: dict) -> SubscriptionSpec:
+    """A spec the node can run, or a ValidationError naming the field."""
     spec = SubscriptionSpec.from_dict(body)
-    if sub_id is not None and spec.id != sub_id:
-        raise ValidationError("'id' must equal the id in the URL", field="id")
     if urlsplit(spec.wiki).scheme not in ("http", "https") or not urlsplit(spec.wiki).hostname:
         raise ValidationError("'wiki' must be an http(s) api.php URL", field="wiki")
     if not spec.title.strip():
@@ -70,9 +67,3 @@ class SubscriptionsResource:
     def on_post(self, req, resp) -> None:
         batch = SendBatch.from_dict(read_json(req, MAX_BATCH_BYTES))
         resp.media = apply_batch(self.node, batch).to_dict()
-
-    def on_put_item(self, req, resp, sub_id: str) -> None:
-        resp.media = put(self.node, parse_spec(read_json(req, MAX_BODY_BYTES), sub_id)).to_dict()
-
-    def on_delete_item(self, req, resp, sub_id: str) -> None:
-        resp.media = drop(self.node, sub_id).to_dict()

@@ -136,15 +136,14 @@ def test_auth_allowlist_and_secrets_on_real_processes(make_cluster, mediawiki):
         spawn_url = watched.url
         for headers in ({}, {"Authorization": f"Bearer {admin}"}, {"Authorization": f"Bearer {node}x"},
                         {"Authorization": node}, {"Authorization": f"Basic {node}"}):
-            for method, path, body in (("PUT", f"/v1/subscriptions/{spec.id}", spec.to_dict()),
-                                       ("DELETE", f"/v1/subscriptions/{spec.id}", None),
-                                       ("POST", "/v1/subscriptions", {"drops": [], "puts": [spec.to_dict()]}),
+            for method, path, body in (("POST", "/v1/subscriptions", {"drops": [], "puts": [spec.to_dict()]}),
+                                       ("POST", "/v1/subscriptions", {"drops": [spec.id], "puts": []}),
                                        ("POST", "/v1/status", {"node_id": watched.node_id, "assigned": []}),
                                        ("GET", "/v1/status", None)):
                 resp = requests.request(method, spawn_url + path, json=body, headers=headers, timeout=10)
                 _error(resp, 401, "Authorization")
         held = {s["id"] for s in watched.proc.status()["subscriptions"]}
-        assert spec.id not in held                                   # the refused PUT ran nothing
+        assert spec.id not in held                                   # the refused sends ran nothing
 
         # -- wikis outside the allowlist: 422, nothing created, nobody connects ------------------------------
         for wiki in refused_wikis(listener.port):

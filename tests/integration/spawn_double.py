@@ -1,12 +1,11 @@
 """A real HTTP server speaking a spawn's node API (the contract in shared/wire.py), for hub tests.
 
-It keeps state as a spawn does: PUT is idempotent (an equal spec answers changed=false), DELETE of an
-unknown id succeeds, POST /v1/subscriptions applies a batch's drops then its puts the same way and
-answers per item (a spec that does not parse, or whose id is in `refuse`, fails alone), POST/GET
-/v1/status reports every subscription with the spec it runs. Subscribers go from assigned to running
-at the next poll, with 3 revisions harvested. Every authenticated request is recorded, and every
-put or drop it applied, whichever route carried it, so tests can assert what the hub sent. It
-fetches nothing.
+It keeps state as a spawn does: POST /v1/subscriptions applies a batch's drops, then its puts, and
+answers per item; a put is idempotent (an equal spec answers changed=false), a drop of an unknown id
+succeeds, and a spec that does not parse, or whose id is in `refuse`, fails alone. POST/GET /v1/status
+reports every subscription with the spec it runs. Subscribers go from assigned to running at the next
+poll, with 3 revisions harvested. Every authenticated request is recorded, and every put or drop it
+applied, so tests can assert what the hub sent. It fetches nothing.
 """
 import threading
 import uuid
@@ -37,7 +36,7 @@ class SpawnDouble:
         self.subs: dict[str, SubscriptionSpec] = {}
         self.states: dict[str, str] = {}
         self.requests: list[tuple[str, str]] = []      # (method, path) of authenticated calls
-        self.sends: list[tuple[str, str]] = []         # ("put" | "drop", id) applied in order, either route
+        self.sends: list[tuple[str, str]] = []         # ("put" | "drop", id) applied in order
         # {method or "method path": status} to answer instead, e.g. {"POST /v1/subscriptions": 503}
         self.fail_with: dict[str, int] = {}
         self.refuse: set[str] = set()                  # put ids a batch answers with a per-item error
@@ -53,7 +52,6 @@ class SpawnDouble:
         app = falcon.App()
         app.add_route("/v1/status", _Status(self))
         app.add_route("/v1/subscriptions", _Subscriptions(self))
-        app.add_route("/v1/subscriptions/{sub_id}", _Subscriptions(self), suffix="item")
         app.add_middleware(_Auth(self))
         self._server = make_server("127.0.0.1", port, app, server_class=_Server, handler_class=_QuietHandler)
         self.url = f"http://127.0.0.1:{self._server.server_port}"
@@ -181,16 +179,3 @@ class _Subscriptions:
             return ItemError(id=spec.id, code="invalid", message="refused on purpose", field="title")
         state, changed = self.node.put(spec)
         return PutAck(spec.id, state, changed)
-
-    def on_put_item(self, req, resp, sub_id: str) -> None:
-        try:
-            spec = SubscriptionSpec.from_dict(req.get_media())
-        except ValidationError as exc:
-            raise _invalid(exc) from None
-        if spec.id != sub_id:
-            raise falcon.HTTPUnprocessableEntity(title="'id' must equal the id in the URL")
-        state, changed = self.node.put(spec)
-        resp.media = {"id": spec.id, "state": state, "changed": changed}
-
-    def on_delete_item(self, req, resp, sub_id: str) -> None:
-        resp.media = {"id": sub_id, "removed": self.node.delete(sub_id)}

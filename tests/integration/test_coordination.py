@@ -13,6 +13,7 @@ from blackwidow.decide import Rules, failed_retry_delay
 from blackwidow.poller import PollerState, poll_once, utcnow
 from blackwidow.spawn_client import SpawnClient
 from shared.hashing import source_uuid
+from shared.wire import PutAck
 from tests.integration.coordination_support import (  # noqa: F401
     SECRET, WIKI, add_subscriptions, assignments, client, copies, db_url, expected_routes, held, hub_config, maker,
     register, spawns, subscriptions)
@@ -83,7 +84,8 @@ def test_unacknowledged_sends_are_retried_and_resends_change_nothing(maker, spaw
     assert set(assignments(maker).values()) == {(node.node_id, True)}
 
     spec = next(iter(node.subs.values()))
-    assert client.put(node.url, spec).changed is False        # sending it again changes nothing
+    (again,) = client.send_batch(node.url, [], [spec]).puts      # sending it again changes nothing
+    assert isinstance(again, PutAck) and (again.id, again.changed) == (spec.id, False)
 
 
 def test_dead_node_loses_its_subscriptions_within_node_failures_intervals(maker, spawns, client, db_url):

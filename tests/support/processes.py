@@ -127,9 +127,13 @@ class SpawnProcess(LoggedProcess):
         return self.http.get(f"{self.url}/v1/status", timeout=5).json()
 
     def put(self, spec) -> dict:
-        resp = self.http.put(f"{self.url}/v1/subscriptions/{spec.id}", json=spec.to_dict(), timeout=5)
+        """Sends one spec as the hub does (POST /v1/subscriptions, a batch of one); the spawn's answer."""
+        resp = self.http.post(f"{self.url}/v1/subscriptions", json={"drops": [], "puts": [spec.to_dict()]},
+                              timeout=5)
         resp.raise_for_status()
-        return resp.json()
+        answer = resp.json()["puts"][0]
+        assert "error" not in answer, answer
+        return answer
 
     def metric(self, name: str) -> float:
         text = requests.get(f"{self.metrics_url}/metrics", timeout=5).text

@@ -5,9 +5,8 @@ import pytest
 import requests
 import responses
 
-from blackwidow.spawn_client import (PutAck, SpawnBadResponse, SpawnClient, SpawnError, SpawnRejected,
-                                     SpawnUnreachable)
-from shared.wire import DropAck, ItemError, Poll, SubscriptionSpec
+from blackwidow.spawn_client import SpawnBadResponse, SpawnClient, SpawnError, SpawnRejected, SpawnUnreachable
+from shared.wire import DropAck, ItemError, Poll, PutAck, SubscriptionSpec
 
 NODE = "http://127.0.0.1:8701"
 SECRET = "s3cret-node-key"
@@ -39,16 +38,11 @@ def test_poll_posts_the_heartbeat_with_the_secret_and_parses_the_report(client, 
     assert SECRET.encode() not in sent.body
 
 
-def test_put_quotes_the_id_and_returns_the_ack(client, mocked):
-    mocked.put(f"{NODE}/v1/subscriptions/sub%2F1", json={"id": "sub/1", "state": "assigned", "changed": True})
-    assert client.put(NODE + "/", SPEC) == PutAck(id="sub/1", state="assigned", changed=True)
-    assert json.loads(mocked.calls[0].request.body) == SPEC.to_dict()
-
-
-@pytest.mark.parametrize("status", [200, 204, 404])
-def test_drop_is_idempotent(client, mocked, status):
-    mocked.delete(f"{NODE}/v1/subscriptions/sub%2F1", status=status)
-    assert client.drop(NODE, "sub/1") is None
+def test_a_batch_of_drops_only_takes_an_unknown_id_as_success(client, mocked):
+    mocked.post(f"{NODE}/v1/subscriptions", json={"drops": [{"id": "sub/1", "removed": False}], "puts": []})
+    ack = client.send_batch(NODE + "/", ["sub/1"], [])
+    assert ack.drops == (DropAck("sub/1", False),) and ack.puts == ()
+    assert json.loads(mocked.calls[0].request.body) == {"drops": ["sub/1"], "puts": []}
 
 
 def test_timeout_is_unreachable(client, mocked):
@@ -58,9 +52,9 @@ def test_timeout_is_unreachable(client, mocked):
 
 
 def test_connection_refused_is_unreachable(client, mocked):
-    mocked.put(f"{NODE}/v1/subscriptions/sub%2F1", body=requests.exceptions.ConnectionError("refused"))
+    mocked.post(f"{NODE}/v1/subscriptions", body=requests.exceptions.ConnectionError("refused"))
     with pytest.raises(SpawnUnreachable) as caught:
-        client.put(NODE, SPEC)
+        client.send_batch(NODE, [], [SPEC])
     assert caught.value.node_url == NODE
 
 
@@ -73,20 +67,21 @@ def test_5xx_is_unreachable_with_the_status(client, mocked, status):
 
 
 def test_401_is_rejected_and_the_message_never_holds_the_secret(client, mocked, caplog):
-    mocked.put(f"{NODE}/v1/subscriptions/sub%2F1", status=401,
-               json={"error": {"code": "unauthorized", "message": "bad node secret", "field": None}})
+    mocked.post(f"{NODE}/v1/subscriptions", status=401,
+                json={"error": {"code": "unauthorized", "message": "bad node secret", "field": None}})
     caplog.set_level(logging.DEBUG)
     with pytest.raises(SpawnRejected) as caught:
-        client.put(NODE, SPEC)
+        client.send_batch(NODE, ["old"], [SPEC])
     assert caught.value.status == 401 and "bad node secret" in str(caught.value)
     assert SECRET not in str(caught.value) and SECRET not in caplog.text and SECRET not in repr(client)
 
 
 def test_422_is_rejected(client, mocked):
-    mocked.put(f"{NODE}/v1/subscriptions/sub%2F1", status=422,
-               json={"error": {"code": "invalid", "message": "'title' is required", "field": "title"}})
-    with pytest.raises(SpawnRejected, match="title"):
-        client.put(NODE, SPEC)
+    mocked.post(f"{NODE}/v1/subscriptions", status=422,
+                json={"error": {"code": "invalid", "message": "'puts' must be a list", "field": "puts"}})
+    with pytest.raises(SpawnRejected, match="'puts' must be a list") as caught:
+        client.send_batch(NODE, [], [SPEC])
+    assert caught.value.status == 422
 
 
 @pytest.mark.parametrize("body", ["<html>oops</html>", json.dumps({"boot_id": "b"}),
@@ -97,12 +92,12 @@ def test_bad_status_bodies_are_bad_responses(client, mocked, body):
         client.poll(NODE, Poll(node_id="n1"))
 
 
-@pytest.mark.parametrize("body", [{"id": "other", "state": "assigned", "changed": True},
-                                  {"id": "sub/1", "state": "assigned"}, ["sub/1"]])
-def test_put_ack_must_name_the_sent_id(client, mocked, body):
-    mocked.put(f"{NODE}/v1/subscriptions/sub%2F1", json=body)
+@pytest.mark.parametrize("put_ack", [{"id": "other", "state": "assigned", "changed": True},
+                                     {"id": "sub/1", "state": "assigned"}, ["sub/1"]])
+def test_a_put_ack_must_name_the_sent_id(client, mocked, put_ack):
+    mocked.post(f"{NODE}/v1/subscriptions", json={"drops": [], "puts": [put_ack]})
     with pytest.raises(SpawnBadResponse):
-        client.put(NODE, SPEC)
+        client.send_batch(NODE, [], [SPEC])
 
 
 def test_every_failure_is_a_spawn_error(client, mocked):

@@ -17,12 +17,20 @@ def env():
     return h, node, testing.TestClient(create_app(node, secret=SECRET, metrics_port=80))    # TestClient's port
 
 
-def put(client, s, headers=AUTH):
-    return client.simulate_put(f"/v1/subscriptions/{s.id}", json=s.to_dict(), headers=headers)
+def batch(client, drops=(), puts=(), headers=AUTH):
+    return client.simulate_post("/v1/subscriptions", json={"drops": list(drops), "puts": list(puts)},
+                                headers=headers)
+
+
+def put(client, s) -> dict:
+    """One spec sent as the hub sends it (a batch of one); the spawn's answer to it."""
+    resp = batch(client, puts=[s.to_dict()])
+    assert resp.status_code == 200, resp.json
+    return resp.json["puts"][0]
 
 
 @pytest.mark.parametrize("method, path", [("GET", "/v1/status"), ("POST", "/v1/status"),
-                                          ("PUT", "/v1/subscriptions/a"), ("DELETE", "/v1/subscriptions/a")])
+                                          ("POST", "/v1/subscriptions")])
 @pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer wrong"}, {"Authorization": SECRET},
                                      {"Authorization": f"Basic {SECRET}"}])
 def test_hub_calls_without_the_node_secret_are_401(env, method, path, headers):
@@ -35,20 +43,26 @@ def test_hub_calls_without_the_node_secret_are_401(env, method, path, headers):
 
 def test_put_is_idempotent(env):
     h, _, client = env
-    first = put(client, spec("a"))
-    assert first.status_code == 200 and first.json == {"id": "a", "state": "assigned", "changed": True}
-    again = put(client, spec("a"))
-    assert again.status_code == 200 and again.json["changed"] is False
-    changed = put(client, spec("a", quota=5))
-    assert changed.json["changed"] is True and len(h.made) == 1
+    assert put(client, spec("a")) == {"id": "a", "state": "assigned", "changed": True}
+    assert put(client, spec("a"))["changed"] is False
+    assert put(client, spec("a", quota=5))["changed"] is True and len(h.made) == 1
 
 
-def test_delete_unknown_is_200(env):
+def test_dropping_an_unknown_id_is_a_success(env):
     _, _, client = env
-    resp = client.simulate_delete("/v1/subscriptions/nope", headers=AUTH)
-    assert resp.status_code == 200 and resp.json == {"id": "nope", "removed": False}
+    resp = batch(client, drops=["nope"])
+    assert resp.status_code == 200 and resp.json == {"drops": [{"id": "nope", "removed": False}], "puts": []}
     put(client, spec("a"))
-    assert client.simulate_delete("/v1/subscriptions/a", headers=AUTH).json["removed"] is True
+    assert batch(client, drops=["a"]).json["drops"] == [{"id": "a", "removed": True}]
+
+
+@pytest.mark.parametrize("method", ["PUT", "DELETE"])
+def test_there_is_no_single_item_route(env, method):
+    h, _, client = env
+    put(client, spec("a"))
+    resp = client.simulate_request(method, "/v1/subscriptions/a", headers=AUTH, json=spec("a", quota=5).to_dict())
+    assert resp.status_code == 404 and resp.json["error"]["code"]
+    assert h.registry.snapshot()[0].spec["quota"] == spec("a").quota
 
 
 @pytest.mark.parametrize("mutate, field", [
@@ -56,24 +70,27 @@ def test_delete_unknown_is_200(env):
     (lambda d: d.update(quota=-1), "quota"),
     (lambda d: d.update(quota="10"), "quota"),
     (lambda d: d.update(content="yes"), "content"),
-    (lambda d: d.update(id="other"), "id"),
+    (lambda d: d.update(id=7), "id"),
     (lambda d: d.update(wiki="ftp://x/api.php"), "wiki"),
     (lambda d: d.update(title="  "), "title"),
 ])
-def test_bad_specs_are_4xx_naming_the_field(env, mutate, field):
-    _, _, client = env
+def test_a_bad_spec_is_an_item_error_naming_the_field(env, mutate, field):
+    h, _, client = env
     body = spec("a").to_dict()
     mutate(body)
-    resp = client.simulate_put("/v1/subscriptions/a", json=body, headers=AUTH)
-    assert 400 <= resp.status_code < 500 and resp.json["error"]["field"] == field
+    resp = batch(client, puts=[body])
+    assert resp.status_code == 200
+    error = resp.json["puts"][0]["error"]
+    assert error["code"] == "invalid" and error["field"] == field and error["message"]
+    assert h.registry.snapshot() == []
 
 
 def test_malformed_json_and_wrong_content_type_are_4xx(env):
     _, _, client = env
-    resp = client.simulate_put("/v1/subscriptions/a", body="{not json", headers={**AUTH, "Content-Type":
-                                                                                 "application/json"})
+    resp = client.simulate_post("/v1/subscriptions", body="{not json", headers={**AUTH, "Content-Type":
+                                                                                "application/json"})
     assert resp.status_code == 400 and "error" in resp.json
-    resp = client.simulate_put("/v1/subscriptions/a", body="x=1", headers={**AUTH, "Content-Type": "text/plain"})
+    resp = client.simulate_post("/v1/subscriptions", body="x=1", headers={**AUTH, "Content-Type": "text/plain"})
     assert resp.status_code == 415
 
 

@@ -6,13 +6,8 @@ import pytest
 
 from shared.wire import MAX_BATCH_ITEMS
 from spawn.resources.subscriptions import MAX_BATCH_BYTES
-from tests.unit.spawn.test_api import AUTH, SECRET, env, put  # noqa: F401 - env is a fixture
+from tests.unit.spawn.test_api import AUTH, SECRET, batch, env  # noqa: F401 - env is a fixture
 from tests.unit.spawn.test_registry import spec
-
-
-def batch(client, drops=(), puts=(), headers=AUTH):
-    return client.simulate_post("/v1/subscriptions", json={"drops": list(drops), "puts": list(puts)},
-                                headers=headers)
 
 
 def held(h) -> dict[str, dict]:
@@ -41,8 +36,6 @@ def test_batched_puts_are_idempotent_and_a_changed_spec_is_updated_in_place(env)
     changed = batch(client, puts=[spec("a", quota=5).to_dict()])
     assert changed.json["puts"] == [{"id": "a", "state": "assigned", "changed": True}]
     assert held(h)["a"]["quota"] == 5 and len(h.made) == 2 and not h.made[0].stopped   # same source kept
-    # the single-item route agrees with what the batch did
-    assert put(client, spec("a", quota=5)).json["changed"] is False
 
 
 def test_drops_apply_before_puts_so_a_drop_and_put_of_one_id_restarts_it(env):
