@@ -22,7 +22,7 @@ def state(holds=(), limits=ANON, gen=7, paused_until=None) -> IdentityState:
 def test_defaults_follow_the_robot_policy_and_the_api_limits():
     assert (ANON.in_flight, ANON.per_s, ANON.per_min) == (1, 5.0, 200)
     assert (AUTH.in_flight, AUTH.per_s, AUTH.per_min, AUTH.credential) == (3, 10.0, 2000, "bot")
-    assert default_limits("127.0.0.1:8790", "bot") == Limits(1, 5.0, None, credential="bot")
+    assert default_limits("127.0.0.1:8790", "bot") == Limits(1, 5.0, 200, credential="bot")   # anonymous numbers
     assert default_limits("www.wikidata.org").per_min == 200
     assert R == pytest.approx(200 / 60 * 0.95)
     assert binding_rate(Limits(1, 5.0, None)) == pytest.approx(4.75)
