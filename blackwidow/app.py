@@ -25,11 +25,11 @@ from shared.metrics_listener import metrics_port
 
 def create_app(config: HubConfig, *, sessionmaker: Sessionmaker, metrics_port: int | None = None) -> falcon.App:
     """`metrics_port`: the listener /metrics answers on (shared/metrics_listener.py); None = nowhere."""
-    app = falcon.App(middleware=[
+    app = falcon.App(middleware=(
         MetricsMiddleware(),
         HubAuth(admin_token=config.admin_token, node_secret=config.node_secret),
         SessionMiddleware(sessionmaker),
-    ])
+    ))
     register_error_handlers(app)
 
     tenants = TenantsResource(max_body_bytes=config.max_body_bytes)

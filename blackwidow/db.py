@@ -43,7 +43,9 @@ def make_engine(database_url: str, **kwargs) -> sa.Engine:
         return engine
     if url.get_backend_name() == "postgresql":
         # connect_args override the URL's own query: keep its options (a search_path, say) beside ours
-        options = " ".join(filter(None, (url.query.get("options"), PG_SERVER_KEEPALIVE)))
+        own = url.query.get("options") or ()
+        parts = [own] if isinstance(own, str) else list(own)       # a tuple when the URL repeats it
+        options = " ".join(filter(None, [*parts, PG_SERVER_KEEPALIVE]))
         kwargs.setdefault("connect_args", {"connect_timeout": PG_CONNECT_TIMEOUT_S, **PG_KEEPALIVE,
                                            "options": options})
     return sa.create_engine(url, pool_pre_ping=True, **kwargs)

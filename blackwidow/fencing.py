@@ -9,6 +9,7 @@ anything. The same row records when the leader last finished a tick, for the hub
 """
 from dataclasses import dataclass
 from datetime import datetime
+from typing import cast
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
@@ -46,9 +47,11 @@ def check(session: Session, fence: Fence, *, ticked_at: datetime | None = None) 
     values: dict = {"holder": fence.holder}
     if ticked_at is not None:
         values["last_tick_at"] = ticked_at
-    rows = session.execute(sa.update(SchedulerEpoch)
-                           .where(SchedulerEpoch.name == NAME, SchedulerEpoch.epoch == fence.epoch)
-                           .values(**values)).rowcount
+    # an UPDATE's result is a CursorResult, the kind that counts rows
+    rows = cast(sa.CursorResult, session.execute(sa.update(SchedulerEpoch)
+                                                 .where(SchedulerEpoch.name == NAME,
+                                                        SchedulerEpoch.epoch == fence.epoch)
+                                                 .values(**values))).rowcount
     if rows != 1:
         raise LeadershipLost(f"epoch {fence.epoch} is no longer current")
 

@@ -144,9 +144,10 @@ def _json(schema: dict) -> dict:
 def _op(summary: str, ok: str, schema: str | None, *, body: str | None = None, errors=(), params=(),
         security=None) -> dict:
     content = _json(_ref(schema)) if schema else {}
-    op = {"summary": summary, "responses": {ok: {"description": "Success", **content}}}
+    responses: dict[str, dict] = {ok: {"description": "Success", **content}}
+    op: dict[str, object] = {"summary": summary, "responses": responses}
     for code in errors:
-        op["responses"][code] = {"description": _ERRORS[code], **_json(_ref("Error"))}
+        responses[code] = {"description": _ERRORS[code], **_json(_ref("Error"))}
     if body:
         op["requestBody"] = {"required": True, **_json(_ref(body))}
     if params:

@@ -48,7 +48,8 @@ class Plan:
     @property
     def reasons(self) -> dict[str, int]:
         counts: dict[str, int] = {}
-        for action in (*self.puts, *self.drops):
+        actions: tuple[Put | Drop, ...] = (*self.puts, *self.drops)
+        for action in actions:
             counts[action.reason] = counts.get(action.reason, 0) + 1
         return counts
 
@@ -74,6 +75,7 @@ def _put_reason(node: str, spec: SubscriptionSpec, status: SubscriptionStatus | 
         if acked_node is None:
             return "new"
         return "missing" if acked_node == node else "moved"
+    running: SubscriptionSpec | None
     if status.spec is not None and status.spec == _fields(spec):
         running = spec                       # the usual case, without parsing what the node reported
     else:

@@ -31,7 +31,7 @@ class _RendezvousMemo:
     hash per source, a leaving node a full recomputation only of the sources it held. The results
     are node_for()'s exactly: the best over a set is the best over its old part or its new part."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._nodes: frozenset[str] = frozenset()
         self._best: dict[str, tuple[int, str]] = {}
         self._lock = threading.Lock()
@@ -47,12 +47,10 @@ class _RendezvousMemo:
                     challenger = max((stable_hash(n + source), n) for n in added) if added else weight
                     if challenger > weight:
                         best[source] = challenger
-            kept = {}
+            kept: dict[str, tuple[int, str]] = {}
             for source in sources:
-                weight = best.get(source)
-                if weight is None:
-                    weight = max((stable_hash(n + source), n) for n in ordered)
-                kept[source] = weight
+                known = best.get(source)
+                kept[source] = known if known is not None else max((stable_hash(n + source), n) for n in ordered)
             self._nodes, self._best = nodes, kept      # forget sources no longer routed
             return {source: weight[1] for source, weight in kept.items()}
 
@@ -69,8 +67,8 @@ def assign(subscriptions: Mapping[str, str], nodes: Iterable[str],
     if not ordered:
         return {}
     if strategy == RENDEZVOUS:
-        by_source = _rendezvous.route(set(subscriptions.values()), ordered)
-        return {sub_id: by_source[source] for sub_id, source in subscriptions.items()}
+        routed = _rendezvous.route(set(subscriptions.values()), ordered)
+        return {sub_id: routed[source] for sub_id, source in subscriptions.items()}
     by_source: dict[str, str] = {}
     out = {}
     for sub_id, source in subscriptions.items():

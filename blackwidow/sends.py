@@ -35,7 +35,7 @@ def send_to_node(client: SpawnClient, node_id: str, url: str, drops: Sequence[re
     whole fails each of its items (they are planned again next tick); once the node proves unreachable
     the remaining requests are not sent and their items fail too. An item the node refuses alone
     (an ItemError in its answer) fails alone."""
-    actions = [*drops, *puts]
+    actions: list[reload.Put | reload.Drop] = [*drops, *puts]
     out: list[Outcome] = []
     unreachable = False
     for start in range(0, len(actions), batch_size):

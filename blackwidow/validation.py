@@ -37,7 +37,7 @@ class Field:
     items: Sequence["Field"] | None = None      # for arrays of objects
 
 
-_PY_TYPES = {"string": str, "integer": int, "boolean": bool, "array": list}
+_PY_TYPES: dict[str, type[Any]] = {"string": str, "integer": int, "boolean": bool, "array": list}
 
 
 def _check_type(f: Field, value):

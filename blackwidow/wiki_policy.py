@@ -10,6 +10,7 @@ is refused by the spawn when it connects (spawn.wiki_session).
 """
 import fnmatch
 import re
+from typing import NoReturn
 from urllib.parse import urlsplit
 
 from shared.errors import ValidationError
@@ -22,7 +23,7 @@ FIELD = "wiki"
 _HOST = re.compile(r"[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?")
 
 
-def _refuse(message: str):
+def _refuse(message: str) -> NoReturn:
     raise ValidationError(message, field=FIELD)
 
 

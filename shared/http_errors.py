@@ -25,7 +25,7 @@ def _falcon(req, resp, ex: falcon.HTTPError, params) -> None:
     # "404 Not Found" -> "not_found", the same code a domain NotFound carries
     code = (ex.title or "error").lower().lstrip("0123456789 ").replace(" ", "_")
     resp.media = {"error": {"code": code, "message": ex.description or ex.title, "field": None}}
-    for name, value in (ex.headers or {}).items():
+    for name, value in dict(ex.headers or {}).items():      # a mapping or (name, value) pairs
         resp.set_header(name, value)
 
 

@@ -8,6 +8,7 @@ import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Callable
 
 
 class Cancelled(Exception):
@@ -32,7 +33,7 @@ class Backoff:
     base_s: float = 1.0
     cap_s: float = 60.0
     max_retry_after_s: float = 300.0
-    rand: callable = field(default=random.random)
+    rand: Callable[[], float] = field(default=random.random)
 
     def delay(self, attempt: int, retry_after: float | None = None) -> float:
         exp = min(self.cap_s, self.base_s * (2 ** attempt))

@@ -139,20 +139,22 @@ def slice_for(d: Dynamics | None, p: Params) -> int:
     return max(p.min_slice, min(p.max_slice, math.ceil(d.rate * p.horizon_s)))
 
 
-def plan_tenant(tenant_id: str, quota: int, frozen: bool, subs: Iterable[Sub], states: Mapping[str, SubLease],
+def plan_tenant(tenant_id: str, quota: int, frozen: bool, running: Iterable[Sub], held: Mapping[str, SubLease],
                 dynamics: Mapping[str, Dynamics], now: float, p: Params) -> TenantPlan:
     """This tick's caps for the tenant's subscriptions that run on a node.
 
     Safe whatever the inputs: a cap above a subscription's current charge is only granted out of
     quota - (sum of charges), so the charges never rise above the quota. `frozen`: copies of the
     tenant's subscriptions may run without a lease, so nothing grows."""
-    subs = {s.id: s for s in subs}
-    states = {sid: expire(st, now, p) for sid, st in states.items()}
+    subs = {s.id: s for s in running}
+    states = {sid: expire(st, now, p) for sid, st in held.items()}
     charges = {sid: charge_of(states.get(sid), s.used) for sid, s in subs.items()}
     charges.update({sid: st.charge() for sid, st in states.items() if sid not in subs})
     reserved = sum(charges.values())
 
-    floors, caps = {}, {}
+    floors: dict[str, int] = {}
+    caps: dict[str, int] = {}
+    nodes: dict[str, str] = {}
     for sid, s in sorted(subs.items()):
         st = states.get(sid) or SubLease(tenant_id)
         if s.node is None or any(n != s.node for n in st.holders):
@@ -162,7 +164,7 @@ def plan_tenant(tenant_id: str, quota: int, frozen: bool, subs: Iterable[Sub], s
         cap = lo if holder is None else max(holder.cap, lo)
         if s.quota is not None:
             cap = max(lo, min(cap, s.quota))
-        floors[sid], caps[sid] = lo, cap
+        floors[sid], caps[sid], nodes[sid] = lo, cap, s.node
 
     unmet = 0
     if frozen:
@@ -175,7 +177,7 @@ def plan_tenant(tenant_id: str, quota: int, frozen: bool, subs: Iterable[Sub], s
     leases = {}
     for sid, cap in caps.items():
         st = states.get(sid) or SubLease(tenant_id)
-        node = subs[sid].node
+        node = nodes[sid]
         old = st.holders.get(node)
         if old is not None and old.confirmed and old.cap == cap:
             new = replace(old, sent_at=now, acked=False, boot=_boot_after_send(old))     # renewal
@@ -304,7 +306,8 @@ def note_count(state: SubLease, report: Reported) -> SubLease:
     """Any node's report of the subscription: remember its count; a synced report from a lease issued
     after the floor was set shows the real count, which ends the floor."""
     state = replace(state, seen=max(state.seen, report.count))
-    if state.floor and report.synced and report.lease_gen is not None and report.lease_gen >= state.floor_gen:
+    if state.floor and report.synced and report.lease_gen is not None and report.lease_cap is not None \
+            and report.lease_gen >= state.floor_gen:
         effective = report.lease_cap if report.quota is None else min(report.quota, report.lease_cap)
         if report.count < effective or effective >= state.floor:
             state = replace(state, floor=0, floor_gen=0)

@@ -108,6 +108,8 @@ def run(store, stat: str, filters: Filters, wiki: str | None, field: str | None 
         values = compute.count(revisions)
     elif stat == "avg":
         values = compute.average_per_day(revisions, filters)
+    elif field is None:
+        raise ValidationError("'field' is required for mode", "field")
     else:
         values = compute.mode(revisions, field)
     return {"stat": stat, "wiki": wiki, "filters": filters.given(), **values}
@@ -116,6 +118,9 @@ def run(store, stat: str, filters: Filters, wiki: str | None, field: str | None 
 def _plot(store, filters: Filters, wiki: str | None, out: str | None) -> Path:
     from blackwidow.stats.plot import plot_history
 
+    title = filters.title
+    if title is None:
+        raise ValidationError("plot needs an article title", "title")
     pages = compute.selected_pages(store, filters, wiki)
     if not pages:
         raise ValidationError(f"no stored article titled {filters.title!r}", "title")
@@ -123,9 +128,8 @@ def _plot(store, filters: Filters, wiki: str | None, out: str | None) -> Path:
         raise ValidationError(f"{filters.title!r} is stored for several wikis "
                               f"({', '.join(w for w, _ in pages)}); choose one with --wiki", "wiki")
     (w, page_id), = pages
-    target = Path(out) if out else Path((re.sub(r"[^\w.-]+", "_", filters.title).strip("_.") or "article")
-                                        + ".png")
-    return plot_history(list(store.history(w, page_id)), filters.title, target)
+    target = Path(out) if out else Path((re.sub(r"[^\w.-]+", "_", title).strip("_.") or "article") + ".png")
+    return plot_history(list(store.history(w, page_id)), title, target)
 
 
 def _text(store, wiki: str | None, rev_id: int) -> str:

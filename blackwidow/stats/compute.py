@@ -34,7 +34,8 @@ def selected_pages(store: RevisionStore, filters: Filters, wiki: str | None) -> 
             if by_title is None or (page_id is not None and page_id != by_title):
                 continue
             page_id = by_title
-        found.append((w, page_id))
+        if page_id is not None:             # else neither filter names a page
+            found.append((w, page_id))
     return found
 
 
@@ -73,7 +74,8 @@ def check_mode_field(field: str) -> None:
 def mode(revisions: Iterable[Revision], field: str) -> dict:
     """The most frequent value(s) of `field`; every value that ties for first, sorted."""
     check_mode_field(field)
-    counts, total = Counter(), 0
+    counts: Counter = Counter()
+    total = 0
     for r in revisions:
         total += 1
         value = _FIELDS[field](r)
