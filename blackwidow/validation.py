@@ -10,7 +10,7 @@ from typing import Any, Callable, Sequence
 from urllib.parse import urlsplit
 
 from blackwidow.wiki_policy import check_wiki
-from shared.errors import ValidationError
+from shared.errors import BlackWidowError, ValidationError
 from shared.hashing import normalize_title, source_uuid
 from shared.wire import STATES
 
@@ -222,7 +222,7 @@ def new_subscription(values: dict, allowlist: tuple[str, ...]) -> NewSubscriptio
 @dataclass(frozen=True)
 class ItemError:
     index: int
-    error: ValidationError
+    error: BlackWidowError          # a ValidationError, or a Conflict with what is already stored
 
     def to_dict(self) -> dict:
         return {"index": self.index, "code": self.error.code, "message": self.error.message,

@@ -168,6 +168,7 @@ class Registry:
         with self._lock:
             if self._sources.get(src.key) is not src:
                 return          # stopped meanwhile
+            assert src.page is not None, "called once the source resolved its page"
             key = str(source_uuid(wiki, src.page.title))
             into = self._by_page.get(key)
             if into is not None and into is not src:

@@ -52,8 +52,9 @@ class InternalAddress(Exception):
         self.addresses = addresses
 
 
-class _Checked:
-    """Mixed into urllib3's connection classes; `allowlist` is set on the subclasses _adapter makes."""
+class _Checked(HTTPConnection):
+    """Mixed into urllib3's connection classes (put first, its _new_conn overrides theirs); `allowlist`
+    is set on the subclasses _adapter makes."""
     allowlist: tuple[str, ...] = ()
 
     def _new_conn(self) -> socket.socket:
@@ -65,7 +66,7 @@ class _Checked:
             found = socket.getaddrinfo(host, self.port, connection.allowed_gai_family(), socket.SOCK_STREAM)
         except socket.gaierror as exc:
             raise NameResolutionError(self.host, self, exc) from exc
-        addresses = list(dict.fromkeys(info[4][0] for info in found))
+        addresses = list(dict.fromkeys(str(info[4][0]) for info in found))      # IPv4 and IPv6: a str
         refused = [a for a in addresses if internal_address(a)]
         if refused:
             raise InternalAddress(host_port, refused)

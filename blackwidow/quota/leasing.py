@@ -86,11 +86,11 @@ def plan_grants(before: LeaseSnapshot, snap: Snapshot, live_ids: frozenset[str],
     for sid, sub in snap.subscriptions.items():
         assignment = snap.assignments.get(sid)
         # only where the node acknowledged the subscription: a lease for an absent one is refused for good
-        runs = limits.scheduled(sub.enabled, sub.state, sub.spec.quota, sub.revisions) \
-            and assignment is not None and assignment.acked \
-            and assignment.node_id in live_ids
+        runs = limits.scheduled(sub.enabled, sub.state, sub.spec.quota, sub.revisions)
+        runs_on = assignment.node_id if runs and assignment is not None and assignment.acked \
+            and assignment.node_id in live_ids else None
         subs.setdefault(sub.spec.tenant_id, []).append(
-            quotas.Sub(sid, used=sub.revisions, quota=sub.spec.quota, node=assignment.node_id if runs else None))
+            quotas.Sub(sid, used=sub.revisions, quota=sub.spec.quota, node=runs_on))
 
     states: dict[str, SubLease] = {}
     leases: dict[str, dict[str, Lease]] = {}
@@ -147,12 +147,12 @@ def learn(lease_round: LeaseRound, snap: Snapshot, reports: Mapping[str, StatusR
             tenant = tenants.get(tenant_id) if isinstance(tenant_id, str) else None
             if tenant is not None and tenant.quota is not None and not (entry.spec or {}).get("leased", False):
                 unleased.add(tenant.id)
-            st = states.get(sid)
-            if st is None:
+            held = states.get(sid)
+            if held is None:
                 continue
             reported = _reported(entry)
-            states[sid] = quotas.note_count(st, reported)
-            if node in st.holders:
+            states[sid] = quotas.note_count(held, reported)
+            if node in held.holders:
                 memory.dynamics[sid] = quotas.track(memory.dynamics.get(sid), reported, now, p)
     existing = set(snap.subscriptions)
     # a deleted subscription whose last holder just left: nothing can spend it any more
@@ -163,7 +163,8 @@ def learn(lease_round: LeaseRound, snap: Snapshot, reports: Mapping[str, StatusR
     for tenant_id in sorted(unleased):
         logger.warning("quota.unleased_copy", extra={"tenant": tenant_id})
         # never earlier than a moment already recorded (the admin API sets it when a quota appears)
-        if tenants[tenant_id].unleased_at is None or epoch(tenants[tenant_id].unleased_at) < at.timestamp():
+        since = tenants[tenant_id].unleased_at
+        if since is None or epoch(since) < at.timestamp():
             changes[tenant_id] = {"unleased_at": at}
     for tenant_id, total in _reserved(snap, states, tenants).items():
         if lease_round.reserved.get(tenant_id, tenants[tenant_id].reserved) != total:

@@ -5,7 +5,7 @@ Times cross into blackwidow.quota.arithmetic as epoch seconds (floats); rows sto
 """
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
@@ -15,7 +15,8 @@ from blackwidow.models import LeaseHolder, Node, Subscription, SubscriptionLease
 from blackwidow.quota.arithmetic import Holder, SubLease
 from blackwidow.store.pagination import as_utc
 
-_UPSERTS = {"postgresql": postgresql.insert, "sqlite": sqlite.insert}
+_UPSERTS: dict[str, Callable[[sa.Table], postgresql.Insert | sqlite.Insert]] = {
+    "postgresql": postgresql.insert, "sqlite": sqlite.insert}
 _CHUNK = 500
 
 
@@ -35,7 +36,7 @@ class LeaseSnapshot:
 
 
 def epoch(value: datetime) -> float:
-    return _aware(value).timestamp()
+    return as_utc(value).timestamp()
 
 
 def from_epoch(value: float) -> datetime:

@@ -5,7 +5,7 @@ Rows leave this module as frozen views so that no ORM object crosses an HTTP cal
 """
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping, cast
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
@@ -15,7 +15,12 @@ from blackwidow.models import Assignment, Node, Reload, Subscription
 from shared.hashing import wiki_key
 from shared.wire import SubscriptionSpec
 
-_UPSERTS = {"postgresql": postgresql.insert, "sqlite": sqlite.insert}
+_UPSERTS: dict[str, Callable[[sa.Table], postgresql.Insert | sqlite.Insert]] = {
+    "postgresql": postgresql.insert, "sqlite": sqlite.insert}
+# Declarative classes type __table__ as any FromClause; these are the Tables models.py declares.
+_NODES = cast(sa.Table, Node.__table__)
+_SUBSCRIPTIONS = cast(sa.Table, Subscription.__table__)
+_ASSIGNMENTS = cast(sa.Table, Assignment.__table__)
 
 _BULK_ROWS = 5000        # rows per bulk UPDATE statement on PostgreSQL
 
@@ -75,7 +80,8 @@ _SUBSCRIPTION_COLUMNS = (Subscription.id, Subscription.source_uuid, Subscription
 def load_snapshot(session: Session) -> Snapshot:
     # Plain column rows unpacked as tuples, not ORM entities (3x dearer) nor attribute access; repeated
     # strings (wiki, tenant, node, state) shared: a tick holds every subscription at once.
-    share = {}.setdefault
+    strings: dict[str, str] = {}
+    share = strings.setdefault
     nodes = {r.id: NodeView(r.id, r.url, r.state, r.consecutive_failures, r.boot_id)
              for r in session.execute(sa.select(Node.id, Node.url, Node.state, Node.consecutive_failures,
                                                 Node.boot_id))}
@@ -104,12 +110,12 @@ def load_snapshot(session: Session) -> Snapshot:
 def record_node_polls(session: Session, at: datetime, ok: Mapping[str, str],
                       failed: Mapping[str, int], dead: Iterable[str]) -> None:
     """ok: {node_id: boot_id} of answered polls; failed: {node_id: consecutive failures}; dead: removed nodes."""
-    _update_rows(session, Node.__table__, ("id",), ("boot_id",), list(ok.items()),
-                 where=(Node.__table__.c.state == LIVE,),
+    _update_rows(session, _NODES, ("id",), ("boot_id",), list(ok.items()),
+                 where=(_NODES.c.state == LIVE,),
                  constants={"last_seen": at, "consecutive_failures": 0})
     dead = set(dead)
     for node_id, count in failed.items():
-        values = {"consecutive_failures": count}
+        values: dict[str, object] = {"consecutive_failures": count}
         if node_id in dead:
             values["state"] = DEAD
         # a node that re-registered meanwhile is live again with a fresh count: leave it alone
@@ -140,7 +146,7 @@ def update_subscriptions(session: Session, changes: Mapping[str, dict],
         row = (sub_id, before.enabled, before.state, *(values[c] for c in columns))
         groups.setdefault(columns, []).append(row)
     for columns, rows in groups.items():
-        _update_rows(session, Subscription.__table__, ("id", "enabled", "state"), columns, rows)
+        _update_rows(session, _SUBSCRIPTIONS, ("id", "enabled", "state"), columns, rows)
 
 
 def _update_rows(session: Session, table: sa.Table, match: tuple[str, ...], columns: tuple[str, ...],
@@ -184,7 +190,7 @@ def save_assignments(session: Session, upserts: Mapping[str, AssignmentView], de
     dialect = session.get_bind().dialect.name
     if dialect not in _UPSERTS:
         raise NotImplementedError(f"assignments upsert on {dialect}")
-    stmt = _UPSERTS[dialect](Assignment.__table__)
+    stmt = _UPSERTS[dialect](_ASSIGNMENTS)
     stmt = stmt.on_conflict_do_update(index_elements=["subscription_id"],
                                       set_={c: stmt.excluded[c] for c in ("node_id", "acked", "sent_at", "failures",
                                                                           "retry_at")})

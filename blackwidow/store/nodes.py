@@ -66,6 +66,7 @@ def refusal(node: Node) -> Unavailable | None:
 
 def _quarantined(node: Node) -> Unavailable:
     until = _utc(node.quarantined_until)
+    assert until is not None, "only a quarantined node is refused"
     return Unavailable(f"node {node.id} restarted too often and is refused until {until:%Y-%m-%dT%H:%M:%SZ}",
                        field="url", retry_after_s=max(1, int((until - utcnow()).total_seconds())))
 
