@@ -54,10 +54,11 @@ def hub_health(database_ok: bool, scheduler: SchedulerRow | None, now: datetime,
     facts = {"last_tick_age_s": round(max(age, 0.0), 1), "stale_after_s": limit}
     if age > limit:
         return _unavailable(f"the leading scheduler's last tick finished {age:.0f} s ago (limit {limit:.0f} s)",
-                            scheduler="stalled", **facts)
+                            scheduler="stalled", facts=facts)
     return HubHealth(True, {"status": "ok", "database": "ok", "scheduler": "ok", **facts})
 
 
-def _unavailable(reason: str, *, database: str = "ok", scheduler: str, **facts) -> HubHealth:
+def _unavailable(reason: str, *, database: str = "ok", scheduler: str,
+                 facts: dict[str, float] | None = None) -> HubHealth:
     return HubHealth(False, {"status": "unavailable", "database": database, "scheduler": scheduler,
-                             "reason": reason, **facts})
+                             "reason": reason, **(facts or {})})

@@ -47,7 +47,9 @@ def batched(statements: Sequence[tuple], replicas_of: ReplicasOf) -> list[tuple]
 
 def _pack(partitions: list[list[BoundStatement]]) -> list[tuple]:
     """Greedy, largest partitions first: each batch within the limits above."""
-    out, rows, keys, size = [], [], 0, 0
+    out: list[tuple] = []
+    rows: list[BoundStatement] = []
+    keys, size = 0, 0
     for partition in partitions:
         counted = False                 # is this partition among the current batch's `keys`?
         for bound in partition:

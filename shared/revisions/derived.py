@@ -65,7 +65,7 @@ def size_deltas(revisions: Sequence[Revision], stored_sizes: Mapping[int, int]) 
     """rev_id -> size minus the parent's size; a page creation's delta is its size; None when the
     parent is neither in this write nor in `stored_sizes`."""
     sizes = {**stored_sizes, **{r.rev_id: r.size for r in revisions}}
-    deltas = {}
+    deltas: dict[int, int | None] = {}
     for r in revisions:
         if not r.parent_id:
             deltas[r.rev_id] = r.size
