@@ -392,7 +392,8 @@ class MediaWikiClient:
 
     def continue_history(self, opening: Opening, **kw) -> Iterator[list[Revision]]:
         """The opening's batch, then the rest of the history by page id from its continuation."""
-        yield opening.batch
+        if opening.batch is not None:
+            yield opening.batch
         if opening.more is not None:
             yield from self.revision_batches(opening.page, start=opening.start, content=opening.content,
                                              cont=opening.more, **kw)

@@ -106,6 +106,13 @@ class DataSource:
     def stopped(self) -> bool:
         return self._stop.is_set()
 
+    @property
+    def resolved(self) -> PageInfo:
+        """The page; every step past _prepare runs once the title is resolved."""
+        if self.page is None:
+            raise RuntimeError(f"{self.title!r} is not resolved yet")
+        return self.page
+
     # -- the loop --------------------------------------------------------------------------
     def _run(self) -> None:
         failures = 0
@@ -177,23 +184,21 @@ class DataSource:
         """The page's history from `start`, beginning with the opening batch if it was read from there."""
         opening, self._opening = self._opening, None
         kw = self._kw()
-        usable = opening is not None and opening.batch is not None
-        if usable and (opening.start, opening.content) == (start, content):
+        if opening is not None and opening.batch is not None and (opening.start, opening.content) == (start, content):
             return self.client.continue_history(opening, **kw)
-        return self.client.revision_batches(self.page, start=start, content=content, **kw)
+        return self.client.revision_batches(self.resolved, start=start, content=content, **kw)
 
     def _load(self, resume: ResumePoint | None) -> None:
         """Read the stored history up to `resume` and credit every subscriber from it. Rows past the
         resume point belong to a batch a crash interrupted: they are not counted here and will be
         fetched, written and delivered again."""
         ids, ts = array("q"), array("d")
-        history = () if resume is None else self.store.history(self.client.host, self.page.page_id,
-                                                               until=resume.timestamp)
-        for rev in history:
-            if (rev.timestamp, rev.rev_id) > (resume.timestamp, resume.rev_id):
-                continue
-            ids.append(rev.rev_id)
-            ts.append(rev.timestamp.timestamp())
+        if resume is not None:
+            for rev in self.store.history(self.client.host, self.resolved.page_id, until=resume.timestamp):
+                if (rev.timestamp, rev.rev_id) > (resume.timestamp, resume.rev_id):
+                    continue
+                ids.append(rev.rev_id)
+                ts.append(rev.timestamp.timestamp())
         ids.reverse()
         ts.reverse()
         with self._lock:
@@ -212,12 +217,13 @@ class DataSource:
         """(how many more revisions some subscriber wants, None = no bound; whether any wants content)."""
         allowances = self._allowances() if allowances is None else allowances
         wants = list(allowances.values())
-        need = 0 if not wants else (None if None in wants else max(wants))
+        bounded = [w for w in wants if w is not None]
+        need = 0 if not wants else (None if len(bounded) < len(wants) else max(bounded))
         return need, any(s.spec.content for s in allowances)
 
     def _harvest(self) -> None:
         checked = [(s, s.lease_gen) for s in self.subscribers()]
-        resume = self.store.resume_point(self.client.host, self.page.page_id)
+        resume = self.store.resume_point(self.client.host, self.resolved.page_id)
         with self._lock:
             newest = self._ids[-1] if self._ids else None
         if (resume.rev_id if resume else None) != newest:
@@ -265,13 +271,13 @@ class DataSource:
         Runs oldest first, so the newest stored row carries content only once the backfill is done."""
         if not self._need()[1]:
             return
-        host, page_id = self.client.host, self.page.page_id
+        host, page_id = self.client.host, self.resolved.page_id
         newest = next(iter(self.store.history(host, page_id)), None)
         if newest is None or newest.text_hidden or self.store.content(host, newest.rev_id) is not None:
             return
         logger.info("source.content_backfill", extra={"title": self.title, "until_rev_id": newest.rev_id})
         last = (newest.timestamp, newest.rev_id)
-        batches = self.client.revision_batches(self.page, content=True, **self._kw())
+        batches = self.client.revision_batches(self.resolved, content=True, **self._kw())
         for batch in prefetched(batches, self._stop):
             old = [r for r in batch if (r.timestamp, r.rev_id) <= last]
             if old:
@@ -300,6 +306,7 @@ class DataSource:
     def _delivered(self, fresh: list[Revision], allowances: dict[Subscriber, int | None]) -> None:
         ids = [r.rev_id for r in fresh]
         with self._lock:
+            assert self._ids is not None, "loaded by _prepare before any batch"
             self._ids.extend(ids)
             self._ts.extend(r.timestamp.timestamp() for r in fresh)
             subs = list(self._subs.values())
@@ -314,6 +321,8 @@ class DataSource:
 
     def _schedule_revisit(self) -> None:
         with self._lock:
+            if self._ids is None:
+                return
             n = len(self._ids)
             if not n or not self._subs:
                 return
@@ -323,7 +332,7 @@ class DataSource:
         age = self._now() - newest[0].timestamp()
         delay = revisit.first_delay(interval, age, self.revisit_min_s, self.revisit_max_s)
         every = revisit.clamp(interval or self.revisit_max_s, self.revisit_min_s, self.revisit_max_s)
-        self.batcher.schedule(self.key, self.page.page_id, last_id, delay, every, self.wake, self._tenants())
+        self.batcher.schedule(self.key, self.resolved.page_id, last_id, delay, every, self.wake, self._tenants())
 
     def _kw(self) -> dict:
         """What every wiki request of this source carries: its stop event, its retry and wait
