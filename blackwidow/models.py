@@ -107,7 +107,7 @@ class Assignment(Base):
 
 
 class SubscriptionLease(Base):
-    """A leased subscription's lease state (blackwidow.quotas.SubLease). No foreign key to the
+    """A leased subscription's lease state (blackwidow.quota.arithmetic.SubLease). No foreign key to the
     subscription: a deleted subscription's lease counts until no node may spend it."""
     __tablename__ = "leases"
 
@@ -121,7 +121,7 @@ class SubscriptionLease(Base):
 
 
 class LeaseHolder(Base):
-    """A node that may apply a lease of a subscription (blackwidow.quotas.Holder). A renewing holder
+    """A node that may apply a lease of a subscription (blackwidow.quota.arithmetic.Holder). A renewing holder
     was sent its lease at its node's lease_sent_at; the others at sent_at."""
     __tablename__ = "lease_holders"
 

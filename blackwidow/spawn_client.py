@@ -56,6 +56,10 @@ class SpawnClient:
         except ValidationError as exc:
             raise SpawnBadResponse(f"status report: {exc.message}", node_url=node_url) from None
 
+    def keepalive(self, node_url: str) -> None:
+        """POST /v1/keepalive: the scheduler is alive between polls (docs/coordination.md, "Liveness")."""
+        self._call("POST", node_url, "/v1/keepalive", {})
+
     def send_batch(self, node_url: str, drops: Sequence[str],
                    puts: Sequence[SubscriptionSpec]) -> SendBatchAck:
         """POST /v1/subscriptions: the drops, then the puts, in one request. Returns one answer per item

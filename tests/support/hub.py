@@ -104,6 +104,11 @@ class HubProcesses:
         assert resp.status_code == 200, resp.text
         return resp.json()
 
+    def put(self, path: str, body: dict) -> dict:
+        resp = self.http.put(f"{self.url}{path}", json=body, timeout=30)
+        assert resp.status_code in (200, 201), resp.text
+        return resp.json()
+
     def nodes(self) -> list[dict]:
         return self.get("/v1/nodes")["items"]
 
