@@ -326,6 +326,9 @@ class Budget:
     maxlag: int = 5
     paused_until: float | None = None
     weights: Mapping[str, float] = field(default_factory=dict)
+    # this node may log in with the credential now: the login's first request is anonymous at the wiki's
+    # edge (no session yet), so the hub lets one node of the deployment do it at a time
+    login: bool = False
 
     def to_dict(self) -> dict:
         body = asdict(self)
@@ -351,7 +354,8 @@ class Budget:
                    slow_wait_s=_number_or(body, "slow_wait_s", 5.0) or 0.0,
                    maxlag=_count_or(body, "maxlag", 5) or 0,
                    paused_until=_number_or(body, "paused_until", None),
-                   weights=_amounts(body, "weights", (int, float), float))
+                   weights=_amounts(body, "weights", (int, float), float),
+                   login=_req(body, "login", bool, optional=True, default=False))
 
 
 @dataclass(frozen=True)
@@ -368,6 +372,7 @@ class IdentityUse:
     paused_until: float | None = None
     pause_reason: str | None = None
     auth_error: str | None = None
+    needs_login: bool = False       # a source waits for this node's session with the credential
 
     def to_dict(self) -> dict:
         body = asdict(self)
@@ -384,7 +389,8 @@ class IdentityUse:
                    busy_s=_number_or(body, "busy_s", 0.0) or 0.0,
                    paused_until=_number_or(body, "paused_until", None),
                    pause_reason=_req(body, "pause_reason", str, optional=True),
-                   auth_error=_req(body, "auth_error", str, optional=True))
+                   auth_error=_req(body, "auth_error", str, optional=True),
+                   needs_login=_req(body, "needs_login", bool, optional=True, default=False))
 
 
 def _keyed(body: dict, name: str, parse) -> dict:

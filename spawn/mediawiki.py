@@ -240,14 +240,19 @@ class MediaWikiClient:
 
         def login_send(request: dict, post: bool = False) -> dict:
             return send(_plain(request), post, login=True)
-        try:
+
+        def log_in() -> None:
+            if auth.needs_login:
+                budget.wait_login_turn(demand, cancel, on_wait)
             auth.ensure(login_send)
+        try:
+            log_in()
             try:
                 return send(params)
             except ApiError as exc:
                 if exc.code != "assertuserfailed" or not auth.lapsed():
                     raise
-            auth.ensure(login_send)
+            log_in()
             return send(params)
         except LoginRefused as exc:
             return self._refused(budget, str(exc))

@@ -55,6 +55,7 @@ class IdentityBudget:
         self.requests = 0
         self.throttled = 0
         self.busy_s = 0.0
+        self._login_waiting: dict[int, rules.Ticket] = {}    # sources waiting for this node's turn to log in
 
     # -- from the hub ------------------------------------------------------------------------
     def apply(self, budget: Budget) -> bool:
@@ -95,6 +96,29 @@ class IdentityBudget:
     def auth_error(self) -> str | None:
         return self._local.auth_error
 
+    # -- logging in ---------------------------------------------------------------------------
+    def wait_login_turn(self, demand: Demand = Demand(), cancel: threading.Event | None = None,
+                        on_wait: Callable[[str | None], None] | None = None) -> None:
+        """Wait until the hub's Budget lets this node log in (Budget.login): a login's first request has no
+        session yet, so the wiki's edge meters it as the anonymous client, and nodes take turns (the hub
+        picks one of those that report `needs_login`). Raises Cancelled when `cancel` fires."""
+        told = False
+        with self._cond:
+            ticket = rules.Ticket(next(self._seq), demand.lane, demand.tenants)
+            self._login_waiting[ticket.seq] = ticket
+            try:
+                while not (self.budget is not None and self.budget.login):
+                    if cancel is not None and cancel.is_set():
+                        raise Cancelled()
+                    if on_wait is not None and not told:
+                        told = True
+                        on_wait(f"waiting for its turn to log in to {self.identity}")
+                    self._cond.wait(MAX_WAIT_S)
+            finally:
+                del self._login_waiting[ticket.seq]
+        if told and on_wait is not None:
+            on_wait(None)
+
     # -- requests -----------------------------------------------------------------------------
     @contextmanager
     def slot(self, demand: Demand = Demand(), cancel: threading.Event | None = None,
@@ -126,6 +150,8 @@ class IdentityBudget:
                     if gate.granted and rules.pick(self._waiting.values(), self._served, weights) is ticket:
                         break
                     reason = gate.reason or f"queued for a slot of {self.identity}"
+                    if self.pause_reason and self._local.paused_until is not None and self._local.paused_until > now:
+                        reason = f"{reason} after {self.pause_reason}"        # why: the wiki's own words
                     if on_wait is not None and told is None and not gate.granted:
                         told = reason
                         on_wait(reason)
@@ -159,14 +185,15 @@ class IdentityBudget:
     # -- to the hub ----------------------------------------------------------------------------
     def use(self) -> IdentityUse:
         with self._cond:
-            fresh, backfill = rules.demand(self._waiting.values())
+            # a source waiting to log in wants requests too: the hub gives the turn to a node with demand
+            fresh, backfill = rules.demand([*self._waiting.values(), *self._login_waiting.values()])
             paused = self._local.paused_until
             live = paused is not None and paused > self._clock()
             return IdentityUse(gen=self.gen, fresh=fresh, backfill=backfill, requests=self.requests,
                                throttled=self.throttled, busy_s=round(self.busy_s, 3),
                                paused_until=paused if live else None,
                                pause_reason=self.pause_reason if live else None,
-                               auth_error=self._local.auth_error)
+                               auth_error=self._local.auth_error, needs_login=bool(self._login_waiting))
 
 
 class UpstreamBudgets:

@@ -83,6 +83,7 @@ class IdentityAuth:
         self.session = session
         self.missing = missing              # the Budget named a credential this spawn does not hold
         self.logged_in = False
+        self._login_lock = threading.Lock()  # one login at a time: the others find the session made
 
     @property
     def name(self) -> str | None:
@@ -102,6 +103,11 @@ class IdentityAuth:
         c = self.credential
         if c is None or c.type != "botpassword" or self.logged_in:
             return
+        with self._login_lock:
+            if not self.logged_in:
+                self._log_in(c, send)
+
+    def _log_in(self, c: "Credential", send: Send) -> None:
         tokens = send({"meta": "tokens", "type": "login"})
         token = ((tokens.get("query") or {}).get("tokens") or {}).get("logintoken")
         if not isinstance(token, str):
@@ -111,6 +117,12 @@ class IdentityAuth:
         if (answer.get("login") or {}).get("result") != "Success":
             raise LoginRefused(_reason(answer))
         self.logged_in = True
+
+    @property
+    def needs_login(self) -> bool:
+        """A bot password without a session: ensure() would log in."""
+        c = self.credential
+        return self.missing is None and c is not None and c.type == "botpassword" and not self.logged_in
 
     def lapsed(self) -> bool:
         """The wiki no longer knows the session (assertuserfailed). True when logging in again may

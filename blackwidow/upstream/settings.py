@@ -72,7 +72,8 @@ def parse_limits(body: Any, *, patch: bool) -> dict:
 
 
 def check_identity_id(identity_id: str, allowlist: tuple[str, ...]) -> str:
-    """A wiki host[:port] the deployment's wiki policy allows (http or https); ValidationError(field='id')."""
+    """A wiki host[:port] the deployment's wiki policy allows (http or https); ValidationError naming the path
+    parameter, `identity_id`."""
     host = identity_id.strip().lower()
     refusal = None
     for scheme in ("https", "http"):
@@ -83,8 +84,9 @@ def check_identity_id(identity_id: str, allowlist: tuple[str, ...]) -> str:
             continue
         if wiki_key(canonical) == host:
             return host
-    message = refusal.message.replace("'wiki'", "'id'") if refusal else f"'id' {host} is not a wiki host[:port]"
-    raise ValidationError(message, field="id")
+    message = refusal.message.replace("'wiki'", "'identity_id'") if refusal else \
+        f"'identity_id' {host} is not a wiki host[:port]"
+    raise ValidationError(message, field="identity_id")
 
 
 def check_weight(value: Any) -> float:

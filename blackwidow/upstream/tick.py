@@ -8,11 +8,13 @@ Per tick (docs/upstream.md):
   3. after the polls, for each answer: `store.identities.record_use(session, node_id, report.identities,
      now=now, skew_s=config.max_clock_skew_s)`, and keep `report.identities` as that node's `last_uses`.
 """
+from dataclasses import replace
 from typing import Iterable, Mapping
 
 from blackwidow.store.identities import UpstreamSnapshot
 from blackwidow.upstream.allocate import Demand, Params, Plan, allocate
 from shared.config import HubConfig
+from shared.hashing import stable_hash
 from shared.wire import Budget, IdentityUse
 
 
@@ -38,13 +40,26 @@ def plan_budgets(snapshot: UpstreamSnapshot, uses: Mapping[str, Mapping[str, Ide
                  live_nodes: Iterable[str], now: float, p: Params) -> dict[str, Plan]:
     """One Plan per identity that has holds or demand (the others need neither a write nor a budget).
     `uses`: node id -> the `StatusReport.identities` of its latest answer."""
-    demand = demand_of(uses, live_nodes)
+    live = list(live_nodes)
+    demand = demand_of(uses, live)
     plans = {}
     for identity_id, state in snapshot.identities.items():
         wanted = demand.get(identity_id, {})
         if wanted or state.holds:
-            plans[identity_id] = allocate(state, wanted, snapshot.weights, now, p)
+            plan = allocate(state, wanted, snapshot.weights, now, p)
+            turn = login_turn({n: uses[n][identity_id] for n in live if identity_id in uses.get(n, {})})
+            if state.limits.credential is not None and turn in plan.budgets:
+                plan = replace(plan, budgets={**plan.budgets, turn: replace(plan.budgets[turn], login=True)})
+            plans[identity_id] = plan
     return plans
+
+
+def login_turn(uses: Mapping[str, IdentityUse]) -> str | None:
+    """The one node that may log in with the identity's credential now, among those waiting to. A login's
+    first request carries no session, so the wiki's edge meters it as the anonymous client (one request in
+    flight): nodes take turns. The choice is stable, so a node keeps its turn until it reports a session."""
+    waiting = [node for node, use in uses.items() if use.needs_login]
+    return min(waiting, key=lambda node: (stable_hash(node), node)) if waiting else None
 
 
 def budgets_for(plans: Mapping[str, Plan], node: str) -> dict[str, Budget]:

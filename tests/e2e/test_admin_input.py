@@ -13,6 +13,7 @@ from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
 
 from tests.e2e.cluster import LOCAL_WIKI
+from tests.support.processes import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -24,7 +25,10 @@ WIKI = f"http://{LOCAL_WIKI}/api.php"
 @pytest.fixture
 def hub(make_cluster):
     cluster = make_cluster(hub_env={"BW_MAX_BODY_BYTES": str(MAX_BODY)})
-    cluster.hub.start_api("1")
+    # with its scheduler: /health tells a load balancer 503 while no scheduler leads (docs/coordination.md)
+    cluster.hub.start("1")
+    cluster.hub.wait_leader()
+    wait_for(cluster.hub.healthy, 60, 0.2, "the hub's /health to say 200")
     return cluster
 
 
@@ -36,7 +40,7 @@ def _error_problem(resp: requests.Response, sent: dict) -> str | None:
     except (ValueError, KeyError, TypeError, AssertionError):
         return f"{resp.status_code} without the error JSON: {resp.text[:200]!r}"
     if resp.status_code == 422 and error["field"] not in sent:
-        return f"422 naming {error['field']!r}, which is not among {sorted(sent)}: {error['message']}"
+        return f"422 naming {error['field']!r}, which is not among {sorted(sent, key=str)}: {error['message']}"
     return None
 
 

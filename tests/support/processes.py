@@ -113,10 +113,11 @@ class SpawnProcess(LoggedProcess):
             if self.proc.poll() is not None:
                 raise AssertionError(f"spawn exited with {self.proc.returncode}; see {self.log}")
             try:
-                return requests.get(f"{self.url}/health", timeout=1).status_code == 200
+                # up and serving: 200 once registered and polled, 503 before that or while the hub is away
+                return requests.get(f"{self.url}/health", timeout=1).status_code in (200, 503)
             except requests.RequestException:
                 return False
-        wait_for(ready, timeout_s, 0.1, f"/health of the spawn at {self.url}")
+        wait_for(ready, timeout_s, 0.1, f"/health of the spawn at {self.url} to answer")
         return self
 
     def health(self) -> dict:

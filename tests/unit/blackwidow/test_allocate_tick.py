@@ -38,3 +38,24 @@ def test_plans_cover_identities_with_demand_or_holds_and_ignore_nodes_that_are_n
     assert set(budgets_for(plans, "gone")) == {"fr.wikipedia.org"}        # its hold runs to its end
     assert budgets_for(plans, "dead") == {}
     assert plans["en.wikipedia.org"].budgets["a"].gen == 1
+
+
+def test_one_node_at_a_time_may_log_in_with_a_credential_and_keeps_its_turn_until_it_has_a_session():
+    host = "127.0.0.1:8787"
+    bot = IdentityState(host, default_limits(host, "bot"), 0, None, ())
+    snap = UpstreamSnapshot({host: bot}, {}, frozenset({host}))
+    waiting = {n: {host: IdentityUse(backfill={"t": 1}, needs_login=True)} for n in ("a", "b", "c")}
+    plans = plan_budgets(snap, waiting, ["a", "b", "c"], NOW, params(_config()))
+    turns = [n for n in "abc" if budgets_for(plans, n)[host].login]
+    assert len(turns) == 1
+    again = plan_budgets(snap, waiting, ["a", "b", "c"], NOW + 2, params(_config()))
+    assert [n for n in "abc" if budgets_for(again, n)[host].login] == turns        # stable: no second login
+    done = {**waiting, turns[0]: {host: IdentityUse(backfill={"t": 1})}}
+    after = plan_budgets(snap, done, ["a", "b", "c"], NOW + 4, params(_config()))
+    nxt = [n for n in "abc" if budgets_for(after, n)[host].login]
+    assert len(nxt) == 1 and nxt != turns
+    anonymous = IdentityState("en.wikipedia.org", default_limits("en.wikipedia.org"), 0, None, ())
+    plain = plan_budgets(UpstreamSnapshot({anonymous.id: anonymous}, {}, frozenset()),
+                         {"a": {anonymous.id: IdentityUse(backfill={"t": 1}, needs_login=True)}}, ["a"], NOW,
+                         params(_config()))
+    assert not budgets_for(plain, "a")[anonymous.id].login          # no credential: nothing to log in with

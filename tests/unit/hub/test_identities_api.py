@@ -89,7 +89,7 @@ def test_bad_limits_are_refused_naming_the_field(api, body, field):
                                          "en.wikipedia.org.evil.net", "[::1]"])
 def test_a_host_the_wiki_policy_does_not_allow_is_refused(api, identity_id):
     resp = api.simulate_put(f"/v1/identities/{identity_id}", json={})
-    assert (resp.status_code, resp.json["error"]["field"]) == (422, "id")
+    assert (resp.status_code, resp.json["error"]["field"]) == (422, "identity_id")
     assert api.simulate_get("/v1/identities").json == {"items": []}
 
 

@@ -193,3 +193,19 @@ def test_a_revisit_check_waits_as_freshness_demand_of_the_pages_tenants():
         assert ib.use().fresh == {"t1": 1, "t2": 1} and ib.use().requests == 0    # one check for both pages
     finally:
         batcher.stop()
+
+
+def test_a_source_that_must_log_in_waits_for_its_turn_reports_it_and_goes_on_when_given():
+    ib = IdentityBudget("h", skew_s=SKEW)
+    ib.apply(budget(credential="bot"))
+    told, seen = [], {}
+
+    def later():
+        time.sleep(0.2)
+        seen["use"] = ib.use()
+        ib.apply(budget(gen=2, credential="bot", login=True))
+    threading.Thread(target=later).start()
+    ib.wait_login_turn(Demand(BACKFILL, ("t1",)), None, told.append)
+    assert told == ["waiting for its turn to log in to h", None]
+    assert seen["use"].needs_login and seen["use"].backfill == {"t1": 1}     # demand, so the hub can pick it
+    assert not ib.use().needs_login
