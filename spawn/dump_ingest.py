@@ -1,0 +1,251 @@
+"""Stream MediaWiki XML dumps (one or many files; http(s) or local; plain, gzip or bzip2) into the revision store,
+writing the rows the API path writes. The XML walk is mwxml's.
+
+Resume: after pages are written, a JSON checkpoint (atomically replaced) records per file whether it is done,
+how many pages of it are fully written and the id of the last one. A restart re-reads the file from its start,
+skips that many pages (checking the last id matches) and writes on; pages written after the last checkpoint are
+written again, which changes nothing because RevisionStore.write is idempotent by (wiki, rev_id).
+
+    .venv/bin/python -m spawn.dump_ingest --wiki ch.wikipedia.org --checkpoint state.json \\
+        --sqlite revisions.db https://.../chwiki-...-pages-meta-history1.xml.bz2 ...
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import mwxml  # type: ignore[import-untyped]
+import requests
+from mwxml.element_iterator import ElementIterator  # type: ignore[import-untyped]
+
+from shared.revisions.model import Revision
+from shared.revisions.store import RevisionStore
+from spawn.dump_rows import (DumpCorrupt, DumpError, ExpectedSite, check_schema, check_site, to_row)
+from spawn.dump_stream import open_dump, translated
+
+BATCH = 500                 # revisions per store.write(); a longer page history is written in several
+CHECKPOINT_EVERY = 1.0      # seconds between checkpoint files; a crash re-writes at most this much
+
+
+@dataclass
+class FileProgress:
+    source: str
+    state: str = "pending"          # pending | reading | done | failed
+    bytes_total: int | None = None  # compressed size (Content-Length), when known
+    bytes_read: int = 0             # compressed bytes read in this run
+    revisions_read: int = 0
+    revisions_written: int = 0
+    pages_written: int = 0
+    error: str | None = None
+
+
+@dataclass
+class DumpProgress:
+    """Plain figures a caller can read at any time from another thread (for /metrics, the dashboard)."""
+    files: list[FileProgress]
+    started: float = field(default_factory=time.monotonic)
+    finished: float | None = None
+
+    def totals(self) -> dict[str, Any]:
+        elapsed = max((self.finished or time.monotonic()) - self.started, 1e-9)
+        read = sum(f.bytes_read for f in self.files)
+        known = [f for f in self.files if f.bytes_total is not None]
+        left = sum(max(f.bytes_total - f.bytes_read, 0) for f in known if f.state != "done")  # type: ignore
+        written = sum(f.revisions_written for f in self.files)
+        byte_rate = read / elapsed
+        return {
+            "bytes_read": read, "bytes_total": sum(f.bytes_total or 0 for f in known) if known else None,
+            "revisions_read": sum(f.revisions_read for f in self.files), "revisions_written": written,
+            "revisions_per_s": written / elapsed, "bytes_per_s": byte_rate,
+            "eta_s": eta(left, byte_rate) if len(known) == len(self.files) else None,
+            "files_done": sum(f.state == "done" for f in self.files), "files": len(self.files),
+            "failed": [f.source for f in self.files if f.state == "failed"],
+        }
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"total": self.totals(), "files": [asdict(f) for f in self.files]}
+
+
+def eta(bytes_left: int, bytes_per_s: float) -> float | None:
+    """Seconds left at the current compressed-byte rate, or None before any byte arrived."""
+    if bytes_per_s <= 0:
+        return None
+    return bytes_left / bytes_per_s
+
+
+@dataclass
+class FileCheckpoint:
+    done: bool = False
+    pages: int = 0                  # pages of the file fully written, in dump order
+    last_page_id: int | None = None
+
+
+class Checkpoint:
+    """Per-file resume state in one JSON file, replaced atomically (write, fsync, rename)."""
+
+    def __init__(self, path: str | os.PathLike[str]):
+        self.path = Path(path)
+        self.files: dict[str, FileCheckpoint] = {}
+        if self.path.exists():
+            raw = json.loads(self.path.read_text(encoding="utf-8"))
+            self.files = {k: FileCheckpoint(**v) for k, v in raw.get("files", {}).items()}
+
+    def of(self, source: str) -> FileCheckpoint:
+        return self.files.setdefault(source, FileCheckpoint())
+
+    def save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(self.path.suffix + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump({"files": {k: asdict(v) for k, v in self.files.items()}}, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+
+
+def checkpoint_path(data_dir: str | os.PathLike[str], name: str) -> Path:
+    """Where a spawn keeps the checkpoint of one bootstrap `name` (e.g. the subscription id)."""
+    return Path(data_dir) / "dumps" / f"{name}.json"
+
+
+class DumpIngest:
+    """Ingest `sources` in order into `store` under the wiki key `wiki`. run() raises the first file's DumpError
+    after checkpointing what was written; a later run() resumes."""
+
+    def __init__(self, sources: Sequence[str], *, wiki: str, store: RevisionStore, checkpoint: Checkpoint,
+                 http: requests.Session, expected: ExpectedSite = ExpectedSite(), content: bool = False,
+                 timeout: tuple[float, float] = (10.0, 60.0), batch: int = BATCH,
+                 checkpoint_every: float = CHECKPOINT_EVERY, stop: threading.Event | None = None):
+        self.wiki, self.store, self.checkpoint, self.http = wiki, store, checkpoint, http
+        self.expected, self.content, self.timeout = expected, content, timeout
+        self.batch, self.checkpoint_every = batch, checkpoint_every
+        self.stop = stop or threading.Event()
+        self.progress = DumpProgress([FileProgress(s) for s in sources])
+
+    def run(self) -> bool:
+        """True when every file is done; False when stopped early."""
+        try:
+            for fp in self.progress.files:
+                if self.stop.is_set():
+                    return False
+                if self.checkpoint.of(fp.source).done:
+                    fp.state = "done"
+                    continue
+                self._file(fp)
+            return all(f.state == "done" for f in self.progress.files)
+        finally:
+            self.progress.finished = time.monotonic()
+
+    def _file(self, fp: FileProgress) -> None:
+        cp = self.checkpoint.of(fp.source)
+        fp.state, fp.error = "reading", None
+
+        def counted(n: int) -> None:
+            fp.bytes_read += n
+        try:
+            with translated(fp.source), open_dump(fp.source, self.http, counted, timeout=self.timeout) as (
+                    stream, total):
+                fp.bytes_total = total
+                complete = self._pages(fp, cp, self._open(stream))
+        except DumpError as exc:
+            fp.state, fp.error = "failed", f"{exc.__class__.__name__}: {exc}"
+            self.checkpoint.save()
+            raise
+        except BaseException:
+            self.checkpoint.save()
+            raise
+        if complete:
+            cp.done = True
+            fp.state = "done"
+        self.checkpoint.save()
+
+    def _open(self, stream: io.BufferedIOBase) -> mwxml.Dump:
+        root = ElementIterator.from_file(stream)
+        if root.tag != "mediawiki":
+            raise DumpCorrupt(f"root element <{root.tag}>, expected <mediawiki>")
+        check_schema(root.attr("version"))
+        dump = mwxml.Dump.from_element(root)
+        check_site(dump.site_info.dbname, dump.site_info.base, self.expected)
+        return dump
+
+    def _pages(self, fp: FileProgress, cp: FileCheckpoint, dump: mwxml.Dump) -> bool:
+        position = 0
+        saved = time.monotonic()
+        for page in dump.pages:
+            position += 1
+            if position <= cp.pages:
+                if position == cp.pages and page.id != cp.last_page_id:
+                    raise DumpCorrupt(f"page {position} of the file is id {page.id}, the checkpoint says "
+                                      f"{cp.last_page_id}: the file changed since")
+                continue
+            self._write_page(fp, page)
+            cp.pages, cp.last_page_id = position, int(page.id)
+            fp.pages_written += 1
+            if time.monotonic() - saved >= self.checkpoint_every:
+                self.checkpoint.save()
+                saved = time.monotonic()
+            if self.stop.is_set():
+                return False
+        return True
+
+    def _write_page(self, fp: FileProgress, page: Any) -> None:
+        rows: list[Revision] = []
+        for rev in page:
+            rows.append(to_row(self.wiki, page, rev, self.content))
+            fp.revisions_read += 1
+            if len(rows) >= self.batch:
+                self._write(fp, rows)
+                rows = []
+        if rows:
+            self._write(fp, rows)
+
+    def _write(self, fp: FileProgress, rows: list[Revision]) -> None:
+        self.store.write(rows)
+        fp.revisions_written += len(rows)
+
+
+def main(argv: Iterable[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("sources", nargs="+", help="dump URLs or paths, in order")
+    parser.add_argument("--wiki", required=True, help="storage key of the wiki (host[:port])")
+    parser.add_argument("--checkpoint", required=True, help="JSON checkpoint file (created when missing)")
+    parser.add_argument("--sqlite", help="SQLite revision store path")
+    parser.add_argument("--cassandra", help="Cassandra contact point (host), with --keyspace")
+    parser.add_argument("--keyspace", default="blackwidow")
+    parser.add_argument("--dbname", help="expected <siteinfo><dbname>")
+    parser.add_argument("--host", help="expected host of <siteinfo><base>")
+    parser.add_argument("--content", action="store_true", help="store wikitext too")
+    parser.add_argument("--user-agent", required=True, help="descriptive User-Agent with a contact")
+    args = parser.parse_args(list(argv) if argv is not None else None)
+    store: RevisionStore
+    if args.cassandra:
+        from shared.revisions.cassandra_store import connect
+        store = connect([args.cassandra], 9042, args.keyspace)
+    else:
+        from shared.revisions.sqlite_store import SQLiteRevisionStore
+        store = SQLiteRevisionStore(args.sqlite or "revisions.db")
+    from shared.http import make_session
+    ingest = DumpIngest(args.sources, wiki=args.wiki, store=store, checkpoint=Checkpoint(args.checkpoint),
+                        http=make_session(args.user_agent), expected=ExpectedSite(args.dbname, args.host),
+                        content=args.content)
+    try:
+        ingest.run()
+    except DumpError as exc:
+        print(f"dump_ingest: {exc.__class__.__name__}: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        store.close()
+        print(json.dumps(ingest.progress.snapshot()["total"]), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,283 @@
+"""Dump ingest on small generated XML: the row rules as tables, resume after a crash, and the fault paths
+(`responses` for HTTP; real gzip/bzip2 bytes for truncation and corruption)."""
+from __future__ import annotations
+
+import bz2
+import gzip
+import hashlib
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+import requests
+import responses
+
+from shared.revisions.sqlite_store import SQLiteRevisionStore
+from spawn.dump_ingest import Checkpoint, DumpIngest, DumpProgress, FileProgress, eta
+from spawn.dump_rows import (DumpCorrupt, DumpNotFound, DumpSchemaUnknown, DumpStalled, DumpWrongWiki, ExpectedSite,
+                             check_schema, check_site, sha1_hex)
+from spawn.dump_stream import compression
+
+WIKI = "gen.example.org"
+
+
+def b36(text: str) -> str:
+    n = int(hashlib.sha1(text.encode()).hexdigest(), 16)
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    out = ""
+    while n:
+        n, r = divmod(n, 36)
+        out = digits[r] + out
+    return out.rjust(31, "0")
+
+
+def revision_xml(rev_id: int, parent: int, *, text: str = "", ip: bool = False, hidden: str = "",
+                 minor: bool = False) -> str:
+    who = ("<contributor deleted=\"deleted\" />" if "user" in hidden else
+           "<contributor><ip>10.0.0.1</ip></contributor>" if ip else
+           f"<contributor><username>U{rev_id}</username><id>{rev_id + 1000}</id></contributor>")
+    comment = "<comment deleted=\"deleted\" />" if "comment" in hidden else f"<comment>c{rev_id}</comment>"
+    if "text" in hidden:
+        body, sha1 = '<text bytes="-1" deleted="deleted" />', "<sha1 />"
+    else:
+        body = f'<text bytes="{len(text.encode())}" sha1="{b36(text)}" xml:space="preserve">{text}</text>'
+        sha1 = f"<sha1>{b36(text)}</sha1>"
+    return (f"<revision><id>{rev_id}</id>" + (f"<parentid>{parent}</parentid>" if parent else "") +
+            f"<timestamp>2020-01-0{1 + rev_id % 9}T10:00:{rev_id % 60:02d}Z</timestamp>{who}"
+            + ("<minor />" if minor else "") + f"{comment}<model>wikitext</model><format>text/x-wiki</format>"
+            f"{body}{sha1}</revision>")
+
+
+def page_xml(page_id: int, revisions: int) -> str:
+    revs = "".join(revision_xml(page_id * 100 + i, page_id * 100 + i - 1 if i else 0, text=f"text {page_id} {i}")
+                   for i in range(revisions))
+    return f"<page><title>P{page_id}</title><ns>0</ns><id>{page_id}</id>{revs}</page>"
+
+
+def dump_xml(pages: str, *, version: str = "0.11", dbname: str = "genwiki") -> str:
+    return (f'<mediawiki xmlns="http://www.mediawiki.org/xml/export-{version}/" version="{version}" xml:lang="en">'
+            f"<siteinfo><sitename>Gen</sitename><dbname>{dbname}</dbname>"
+            "<base>https://gen.example.org/wiki/Main_Page</base><generator>MediaWiki 1.39</generator>"
+            '<case>first-letter</case><namespaces><namespace key="0" case="first-letter" /></namespaces>'
+            f"</siteinfo>{pages}</mediawiki>")
+
+
+def pages(first: int, count: int, revisions: int = 3) -> str:
+    return "".join(page_xml(p, revisions) for p in range(first, first + count))
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = SQLiteRevisionStore(str(tmp_path / "r.db"))
+    yield s
+    s.close()
+
+
+def ingest(sources, store, tmp_path, **kw) -> DumpIngest:
+    return DumpIngest([str(s) for s in sources], wiki=WIKI, store=store, checkpoint=Checkpoint(tmp_path / "cp.json"),
+                      http=requests.Session(), **kw)
+
+
+@pytest.mark.parametrize("version, ok", [("0.3", True), ("0.10", True), ("0.11", True), ("0.12", False),
+                                         (None, False), ("1.0", False)])
+def test_schema_versions(version, ok):
+    if ok:
+        check_schema(version)
+    else:
+        with pytest.raises(DumpSchemaUnknown):
+            check_schema(version)
+
+
+@pytest.mark.parametrize("dbname, base, expected, ok", [
+    ("chwiki", "https://ch.wikipedia.org/wiki/X", ExpectedSite("chwiki", "ch.wikipedia.org"), True),
+    ("chwiki", "https://ch.wikipedia.org/wiki/X", ExpectedSite(), True),
+    ("enwiki", "https://ch.wikipedia.org/wiki/X", ExpectedSite("chwiki"), False),
+    ("chwiki", "https://en.wikipedia.org/wiki/X", ExpectedSite(host="ch.wikipedia.org"), False),
+    (None, None, ExpectedSite("chwiki"), False),
+])
+def test_site_check(dbname, base, expected, ok):
+    if ok:
+        check_site(dbname, base, expected)
+    else:
+        with pytest.raises(DumpWrongWiki):
+            check_site(dbname, base, expected)
+
+
+@pytest.mark.parametrize("base36, hexa", [
+    ("phoiac9h4m842xq45sp7s6u21eteeq1", "da39a3ee5e6b4b0d3255bfef95601890afd80709"),   # sha1 of ""
+    (None, None), ("", None)])
+def test_sha1_base36_to_hex(base36, hexa):
+    assert sha1_hex(base36) == hexa
+
+
+@pytest.mark.parametrize("name, kind", [("a.xml", "plain"), ("a.xml.gz", "gzip"), ("a.xml.bz2", "bzip2"),
+                                        ("http://h/a.XML.BZ2?x=1", "bzip2")])
+def test_compression_by_name(name, kind):
+    assert compression(name) == kind
+
+
+@pytest.mark.parametrize("left, rate, expected", [(100, 10.0, 10.0), (0, 5.0, 0.0), (100, 0.0, None)])
+def test_eta(left, rate, expected):
+    assert eta(left, rate) == expected
+
+
+def test_progress_totals_and_eta():
+    p = DumpProgress([FileProgress("a", bytes_total=100, bytes_read=50, revisions_written=7, state="reading"),
+                      FileProgress("b", bytes_total=100)], started=0.0, finished=10.0)
+    t = p.totals()
+    assert (t["bytes_read"], t["bytes_total"], t["revisions_written"], t["bytes_per_s"]) == (50, 200, 7, 5.0)
+    assert t["eta_s"] == 30.0 and t["revisions_per_s"] == 0.7
+
+
+def test_rows_match_the_api_rows(tmp_path, store):
+    revs = (revision_xml(1, 0, text="héllo") + revision_xml(2, 1, ip=True, text="x", minor=True)
+            + revision_xml(3, 2, hidden="user comment text") + revision_xml(4, 3, hidden="comment", text="y"))
+    path = tmp_path / "d.xml"
+    path.write_text(dump_xml(f"<page><title>Talk:T</title><ns>1</ns><id>9</id>{revs}</page>"), encoding="utf-8")
+    run = ingest([path], store, tmp_path, content=True)
+    assert run.run()
+    rows = {r.rev_id: r for r in store.revisions(WIKI)}
+    one = rows[1]
+    assert (one.page_id, one.ns, one.title, one.parent_id, one.user, one.user_id, one.anon, one.size, one.comment,
+            one.content_model) == (9, 1, "Talk:T", 0, "U1", 1001, False, 6, "c1", "wikitext")
+    assert one.sha1 == hashlib.sha1("héllo".encode()).hexdigest()
+    assert one.timestamp == datetime(2020, 1, 2, 10, 0, 1, tzinfo=timezone.utc)
+    assert store.content(WIKI, 1) == "héllo"
+    two = rows[2]
+    assert (two.user, two.user_id, two.anon, two.minor) == ("10.0.0.1", 0, True, True)
+    three = rows[3]
+    assert (three.user, three.user_id, three.comment, three.sha1, three.size) == (None, None, None, None, 0)
+    assert (three.user_hidden, three.comment_hidden, three.text_hidden, three.sha1_hidden) == (True, True, True, True)
+    assert store.content(WIKI, 3) is None
+    four = rows[4]
+    assert (four.comment_hidden, four.comment, four.user_hidden, four.text_hidden) == (True, None, False, False)
+    assert run.progress.totals()["revisions_written"] == 4
+
+
+class CrashingStore:
+    """Passes writes to a real store, then fails like a killed process after `allowed` writes."""
+
+    def __init__(self, inner, allowed: int):
+        self.inner, self.allowed, self.written = inner, allowed, []
+
+    def write(self, rows):
+        if self.allowed == 0:
+            raise KeyboardInterrupt("killed")
+        self.allowed -= 1
+        self.inner.write(rows)
+        self.written.extend(r.rev_id for r in rows)
+
+
+def test_crash_resumes_without_losing_or_rewriting_finished_pages(tmp_path, store):
+    files = []
+    for i in range(2):
+        f = tmp_path / f"part{i}.xml.bz2"
+        f.write_bytes(bz2.compress(dump_xml(pages(1 + 10 * i, 10)).encode()))
+        files.append(f)
+    crashing = CrashingStore(store, allowed=14)       # 10 pages of file 0, 4 of file 1, then the 15th write dies
+    first = ingest(files, crashing, tmp_path, checkpoint_every=0.0)
+    with pytest.raises(KeyboardInterrupt):
+        first.run()
+    cp = Checkpoint(tmp_path / "cp.json")
+    assert cp.of(str(files[0])).done and cp.of(str(files[1])).pages == 4
+    assert cp.of(str(files[1])).last_page_id == 14
+
+    second = CrashingStore(store, allowed=-1)
+    resumed = ingest(files, second, tmp_path)
+    assert resumed.run()
+    assert sorted(second.written) == sorted(p * 100 + i for p in range(15, 21) for i in range(3))
+    assert len(list(store.revisions(WIKI))) == 60
+    assert resumed.progress.files[0].state == "done" and resumed.progress.files[0].bytes_read == 0
+
+
+def test_resume_refuses_a_changed_file(tmp_path, store):
+    path = tmp_path / "d.xml"
+    path.write_text(dump_xml(pages(1, 3)))
+    cp = Checkpoint(tmp_path / "cp.json")
+    cp.of(str(path)).pages, cp.of(str(path)).last_page_id = 2, 77
+    cp.save()
+    with pytest.raises(DumpCorrupt, match="changed"):
+        ingest([path], store, tmp_path).run()
+
+
+@pytest.mark.parametrize("kind, cut", [("gz", 0.6), ("bz2", 0.6), ("xml", 0.6)])
+def test_truncated_file_keeps_the_pages_before(tmp_path, store, kind, cut):
+    raw = dump_xml(pages(1, 600)).encode()   # bzip2 level 1 decompresses by 100 kB blocks: several blocks
+    data = {"gz": gzip.compress, "bz2": lambda b: bz2.compress(b, 1), "xml": lambda b: b}[kind](raw)
+    path = tmp_path / f"d.xml.{kind}" if kind != "xml" else tmp_path / "d.xml"
+    path.write_bytes(data[:int(len(data) * cut)])
+    run = ingest([path], store, tmp_path, checkpoint_every=0.0)
+    with pytest.raises(DumpCorrupt):
+        run.run()
+    done = Checkpoint(tmp_path / "cp.json").of(str(path))
+    assert not done.done and done.pages > 0
+    stored = {r.page_id for r in store.revisions(WIKI)}
+    assert set(range(1, done.pages + 1)) <= stored
+    assert run.progress.files[0].state == "failed" and "DumpCorrupt" in (run.progress.files[0].error or "")
+
+
+def test_corrupt_bzip2_is_named(tmp_path, store):
+    data = bytearray(bz2.compress(dump_xml(pages(1, 40)).encode()))
+    for i in range(len(data) // 2, len(data) // 2 + 64):
+        data[i] ^= 0x5A
+    path = tmp_path / "d.xml.bz2"
+    path.write_bytes(bytes(data))
+    with pytest.raises(DumpCorrupt):
+        ingest([path], store, tmp_path).run()
+
+
+def test_unknown_schema_and_wrong_wiki(tmp_path, store):
+    odd = tmp_path / "odd.xml"
+    odd.write_text(dump_xml(pages(1, 1), version="0.99"))
+    with pytest.raises(DumpSchemaUnknown):
+        ingest([odd], store, tmp_path).run()
+    other = tmp_path / "other.xml"
+    other.write_text(dump_xml(pages(1, 1), dbname="enwiki"))
+    with pytest.raises(DumpWrongWiki):
+        ingest([other], store, tmp_path, expected=ExpectedSite(dbname="genwiki")).run()
+    assert list(store.revisions(WIKI)) == []
+
+
+def test_missing_local_file(tmp_path, store):
+    with pytest.raises(DumpNotFound):
+        ingest([tmp_path / "absent.xml"], store, tmp_path).run()
+
+
+@responses.activate
+def test_http_404_and_timeouts(tmp_path, store):
+    responses.get("http://dumps.test/a.xml.gz", status=404)
+    responses.get("http://dumps.test/b.xml.gz", body=requests.ConnectTimeout("connect timed out"))
+    with pytest.raises(DumpNotFound, match="404"):
+        ingest(["http://dumps.test/a.xml.gz"], store, tmp_path).run()
+    with pytest.raises(DumpStalled):
+        ingest(["http://dumps.test/b.xml.gz"], store, tmp_path).run()
+
+
+@responses.activate
+def test_http_stream_with_length(tmp_path, store):
+    body = gzip.compress(dump_xml(pages(1, 5)).encode())
+    responses.get("http://dumps.test/a.xml.gz", body=body, headers={"Content-Length": str(len(body))})
+    run = ingest(["http://dumps.test/a.xml.gz"], store, tmp_path)
+    assert run.run()
+    f = run.progress.files[0]
+    assert (f.bytes_read, f.bytes_total, f.revisions_read, f.revisions_written) == (len(body), len(body), 15, 15)
+    assert run.progress.totals()["eta_s"] == 0.0
+
+
+def test_long_history_written_in_store_batches(tmp_path, store):
+    path = tmp_path / "d.xml"
+    path.write_text(dump_xml(page_xml(1, 12)))
+    counting = CrashingStore(store, allowed=-1)
+    writes: list[int] = []
+    original = counting.write
+    counting.write = lambda rows: (writes.append(len(rows)), original(rows))  # type: ignore[method-assign]
+    assert ingest([path], counting, tmp_path, batch=5).run()
+    assert writes == [5, 5, 2]
+
+
+def test_checkpoint_is_replaced_atomically(tmp_path):
+    cp = Checkpoint(tmp_path / "sub" / "cp.json")
+    cp.of("a").pages = 3
+    cp.save()
+    assert Checkpoint(tmp_path / "sub" / "cp.json").of("a").pages == 3
+    assert [p.name for p in Path(tmp_path / "sub").iterdir()] == ["cp.json"]
