@@ -1,0 +1,336 @@
+"""10. Upstream budget: one wiki identity shared by three real spawns, behind the local edge.
+
+Two runs side by side, each harvesting the seeded wiki's articles through the edge (scripts/services/nginx.sh,
+the anonymous profile: 1 in flight, 5 r/s, 200/min, 429 + Retry-After beyond), as an identity of its own (a
+User-Agent per run, so the edge's buckets and log lines are the run's alone):
+
+  budget     a real hub (API + scheduler) and three real spawns; the hub hands out the identity's windows
+  baseline   three real spawns fed specs without `identity` straight through their node API (this script
+             registers them and polls them, as a minimal hub): each paces the wiki on its own
+             (spawn/host_limiter.py, BW_HOST_DELAY_S at its default)
+
+Measured from the edge's access log: 429s, budget use (achieved rate of answered requests / the edge's binding
+rate, or in-flight busy time / slots, whichever is higher, over the span from the first request's start to the
+last one's end: demand exists throughout, the harvest ends with its last request) and, in the budget run, the
+two tenants' shares (weights 1:2) while both still had demand.
+
+    .venv/bin/python -m bench.upstream_budget
+"""
+import argparse
+import json
+import tempfile
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Callable, Sequence
+
+import requests
+
+from bench import edge_use
+from bench.budget_farm import Farm, send_json
+from bench.common import cassandra_keyspace, heading, pg_database, seeded_articles, table, verdict
+from shared.hashing import node_id_for, source_uuid
+from shared.wire import SubscriptionSpec
+from tests.e2e.cluster import DETACH_AFTER_S, Cluster
+from tests.fixtures.edge import (EDGE_DIR, SEEDED_PORT, WRITABLE_PORT, Edge, Limits, LoggedRequest, fetch_limits,
+                                 private_edge)
+from tests.support.processes import SpawnProcess, wait_for
+
+EDGE_HOST = f"127.0.0.1:{SEEDED_PORT}"
+DIRECT_API = "http://127.0.0.1:8780/api.php"
+SPAWNS = 3
+WEIGHTS = {"light": 1.0, "heavy": 2.0}
+POLL_S = 0.5
+HARVEST_TIMEOUT_S = 900.0
+GOALS = {"throttled": 0, "use": 0.90, "share": 0.90}
+# the 100 simulated spawns: a private edge with the authenticated profile's shape (3 in flight, 10 r/s,
+# 600/min), so that a slot is worth holding for many nodes at once
+SIM_NODES = 100
+SIM_SOURCES = 300
+SIM_LIMITS = {"in_flight": 3, "per_s": 10, "per_min": 600}
+SIM_WEIGHTS = {"one": 1.0, "two": 2.0, "three": 3.0}
+SIM_MEASURE_S = 120.0
+SIM_NAME = f"hub budget, {SIM_NODES} simulated spawns (private edge, {SIM_LIMITS['in_flight']} in flight, " \
+    f"{SIM_LIMITS['per_s']} r/s, {SIM_LIMITS['per_min']}/min)"
+SKEW_S = 0.5                # BW_MAX_CLOCK_SKEW_S's default, on the hub and the simulated spawns alike
+
+
+def user_agent(kind: str) -> str:
+    return f"BlackWidowBench/{uuid.uuid4().hex[:8]} (upstream budget, {kind}; ops@example.org)"
+
+
+def the_edge() -> Edge:
+    anonymous, authenticated, retry_after_s = fetch_limits(SEEDED_PORT)
+    return Edge(EDGE_DIR, SEEDED_PORT, WRITABLE_PORT, anonymous, authenticated, retry_after_s)
+
+
+def page_ids(titles: Sequence[str]) -> dict[str, str]:
+    """{page id: title}, asked of the wiki directly (not through the edge: no log line, no bucket)."""
+    out: dict[str, str] = {}
+    for i in range(0, len(titles), 50):
+        body = requests.get(DIRECT_API, params={"action": "query", "format": "json", "formatversion": "2",
+                                                "titles": "|".join(titles[i:i + 50])}, timeout=30).json()
+        out.update({str(p["pageid"]): p["title"] for p in body["query"]["pages"] if "pageid" in p})
+    return out
+
+
+def tenants_by_title(titles: Sequence[str]) -> dict[str, str]:
+    half = len(titles) // 2
+    return {t: ("light" if i < half else "heavy") for i, t in enumerate(titles)}
+
+
+# -- the budget run: the real hub ------------------------------------------------------------------
+def budget_run(edge: Edge, run_dir: Path, want: dict[str, int]) -> list[LoggedRequest]:
+    ua = user_agent("hub budget")
+    with pg_database("bench_budget") as db_url, cassandra_keyspace("bench_budget") as (_, keyspace):
+        cluster = Cluster(run_dir / "budget", database_url=db_url, keyspace=keyspace, user_agent=ua,
+                          allowlist=EDGE_HOST, spawn_env={"BW_USER_AGENT": ua})
+        try:
+            cluster.start(SPAWNS)
+            offset = edge.log_offset()
+            by_title = tenants_by_title(list(want))
+            for name, weight in WEIGHTS.items():
+                tenant = cluster.tenant(name)
+                cluster.hub.patch(f"/v1/tenants/{tenant['id']}", {"weight": weight})
+                cluster.subscribe(tenant["id"], edge.seeded_api_url,
+                                  [{"title": t} for t, n in by_title.items() if n == name], content=True)
+            wait_for(lambda: all(s["revisions"] == want.get(s["title"]) for s in cluster.hub.subscriptions()),
+                     HARVEST_TIMEOUT_S, 1.0, "the budget run's harvest")
+            return edge.read_log(offset, user_agent=ua)
+        finally:
+            cluster.stop()
+
+
+# -- the baseline run: real spawns, this script as their hub ---------------------------------------
+class MinimalHub:
+    """Answers registrations (POST /v1/nodes) as the hub does; everything else is 404. The spawns' specs and
+    polls are sent from the script itself."""
+
+    def __init__(self, secret: str):
+        secret_header = f"Bearer {secret}"
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:            # noqa: N802 (http.server's name)
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if self.path != "/v1/nodes" or self.headers.get("Authorization") != secret_header:
+                    self.send_error(404 if self.path != "/v1/nodes" else 401)
+                    return
+                url = json.loads(body)["url"]
+                ack = {"id": node_id_for(url), "poll_interval_s": POLL_S, "detach_after_s": 4.0,
+                       "orphan_after_s": 6.0}
+                send_json(self, 201, ack)
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def poll_forever(spawns: Sequence[SpawnProcess], assigned: dict[str, list[str]], done: threading.Event,
+                 counts: dict[str, int]) -> None:
+    """POST /v1/status to every spawn each POLL_S, naming what it runs (no budgets: per-process pacing)."""
+    while not done.is_set():
+        for proc in spawns:
+            node_id = node_id_for(proc.url)
+            try:
+                report = proc.http.post(f"{proc.url}/v1/status",
+                                        json={"node_id": node_id, "assigned": assigned[proc.url]}, timeout=5).json()
+            except (requests.RequestException, ValueError):
+                continue
+            for sub in report.get("subscriptions", []):
+                counts[sub["id"]] = sub.get("revisions", 0)
+        done.wait(POLL_S)
+
+
+def baseline_run(edge: Edge, run_dir: Path, want: dict[str, int]) -> list[LoggedRequest]:
+    ua = user_agent("per-process pacing")
+    secret = "bench-" + uuid.uuid4().hex
+    hub = MinimalHub(secret)
+    (run_dir / "baseline").mkdir(parents=True, exist_ok=True)
+    done = threading.Event()
+    spawns: list[SpawnProcess] = []
+    with cassandra_keyspace("bench_baseline") as (_, keyspace):
+        try:
+            env = {"BW_NODE_SECRET": secret, "BW_LOG_JSON": "true", "BW_LOG_LEVEL": "INFO",
+                   "BW_WIKI_ALLOWLIST": EDGE_HOST, "BW_CASSANDRA_HOSTS": "127.0.0.1",
+                   "BW_CASSANDRA_KEYSPACE": keyspace, "BW_USER_AGENT": ua,
+                   "BW_DATA_DIR": str(run_dir / "baseline" / "data")}
+            for i in range(SPAWNS):
+                spawns.append(SpawnProcess(hub.url, env, run_dir / "baseline" / f"spawn{i + 1}.log"))
+            for proc in spawns:
+                proc.wait_ready()
+            offset = edge.log_offset()
+            by_title = tenants_by_title(list(want))
+            assigned: dict[str, list[str]] = {p.url: [] for p in spawns}
+            expected: dict[str, int] = {}
+            counts: dict[str, int] = {}
+            threading.Thread(target=poll_forever, args=(spawns, assigned, done, counts), daemon=True).start()
+            for i, (title, tenant) in enumerate(by_title.items()):
+                proc = spawns[i % SPAWNS]
+                spec = SubscriptionSpec(id=str(uuid.uuid4()), source_uuid=str(source_uuid(edge.seeded_api_url, title)),
+                                        tenant_id=tenant, wiki=edge.seeded_api_url, title=title,
+                                        content=True)   # no identity: per-process pacing
+                assigned[proc.url].append(spec.id)
+                expected[spec.id] = want[title]
+                proc.put(spec)
+            wait_for(lambda: all(counts.get(k) == n for k, n in expected.items()), HARVEST_TIMEOUT_S, 1.0,
+                     "the baseline run's harvest")
+            return edge.read_log(offset, user_agent=ua)
+        finally:
+            done.set()
+            for proc in spawns:
+                proc.stop()
+            hub.close()
+
+
+# -- the simulated run: the real hub, 100 simulated spawns ------------------------------------------
+@dataclass(frozen=True)
+class SimResult:
+    logged: list[LoggedRequest]
+    limits: Limits
+    span: tuple[float, float]
+    answered: dict[str, int]         # answered requests per tenant, as the sources counted them
+    detaches: int
+
+
+def simulated_run(run_dir: Path, titles: Sequence[str]) -> SimResult:
+    ua = user_agent("simulated spawns")
+    edge_env = {f"BW_EDGE_ANON_{k.upper()}": str(v) for k, v in SIM_LIMITS.items()}
+
+    def query(n: int) -> dict:
+        return {"action": "query", "format": "json", "formatversion": "2", "prop": "revisions",
+                "rvprop": "ids|timestamp", "rvlimit": "50", "titles": titles[n % len(titles)]}
+
+    with private_edge(edge_env) as edge, pg_database("bench_budget_sim") as db_url:
+        host = f"127.0.0.1:{edge.seeded_port}"
+        cluster = Cluster(run_dir / "simulated", database_url=db_url, keyspace="unused", user_agent=ua,
+                          allowlist=host, hub_env={"BW_MAX_CLOCK_SKEW_S": str(SKEW_S)})
+        farm: Farm | None = None
+        try:
+            cluster.start(0)
+            cluster.hub.put(f"/v1/identities/{host}", SIM_LIMITS)
+            farm = Farm(SIM_NODES, cluster.hub.url, cluster.node_secret, ua, query, skew_s=SKEW_S,
+                        detach_after_s=DETACH_AFTER_S)
+            wait_for(lambda: len(cluster.hub.live_nodes()) == SIM_NODES, 120, 0.5, f"{SIM_NODES} live nodes")
+            offset = edge.log_offset()
+            tenants = {name: cluster.tenant(name) for name in SIM_WEIGHTS}
+            for name, weight in SIM_WEIGHTS.items():
+                cluster.hub.patch(f"/v1/tenants/{tenants[name]['id']}", {"weight": weight})
+            per_tenant = SIM_SOURCES // len(SIM_WEIGHTS)
+            for k, name in enumerate(SIM_WEIGHTS):
+                cluster.subscribe(tenants[name]["id"], edge.seeded_api_url,
+                                  [{"title": f"Simulated backfill {k}-{i}"} for i in range(per_tenant)])
+            first = edge.read_log(offset, user_agent=ua, at_least=1, timeout_s=120)
+            begin = min(edge_use.start(r) for r in first)
+            time.sleep(max(0.0, begin + SIM_MEASURE_S - time.time()))
+            end = time.time()
+            names = {t["id"]: name for name, t in tenants.items()}
+            answered: dict[str, int] = {}
+            for source in farm.sources():
+                name = names.get(source.spec["tenant_id"], "?")
+                answered[name] = answered.get(name, 0) + source.answered
+            detaches = sum(s.detaches for s in farm.spawns)
+            logged = edge.read_log(offset, user_agent=ua)
+            return SimResult(logged, edge.anonymous, (begin, end), answered, detaches)
+        finally:
+            if farm is not None:
+                farm.close()
+            cluster.stop()
+
+
+# -- the report -------------------------------------------------------------------------------------
+def both_demanding(logged: Sequence[LoggedRequest], tenant_of: Callable[[str], str | None]) -> list[LoggedRequest]:
+    """The requests up to the moment the first tenant ran out of work (its last request's end)."""
+    last: dict[str, float] = {}
+    for r in logged:
+        page = edge_use.page_of(r.uri)
+        tenant = tenant_of(page) if page is not None else None
+        if tenant is not None:
+            last[tenant] = max(last.get(tenant, 0.0), r.msec)
+    if len(last) < len(WEIGHTS):
+        return []
+    until = min(last.values())
+    return [r for r in logged if r.msec <= until]
+
+
+def print_shares(run: str, counts: dict[str, int], weights: dict[str, float], what: str) -> None:
+    got = edge_use.shares(counts, weights)
+    print()
+    print(table([f"tenant ({run})", "weight", "answered requests", "share", "weighted share", "share ÷ weighted share"],
+                [[t, weights[t], counts.get(t, 0), f"{s:.0%}", f"{w:.0%}", f"{s / w:.2f}"]
+                 for t, (s, w) in got.items()],
+                right=(1, 2, 3, 4, 5)))
+    worst = min(s / w for s, w in got.values())
+    print()
+    print(f"- tenant shares with the hub's budget, {what}: worst tenant {worst:.2f} × its weighted share "
+          f"(goal ≥ {GOALS['share']}) {verdict(worst >= GOALS['share'])}")
+
+
+def main() -> int:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
+    edge = the_edge()
+    limits = edge.anonymous
+    articles = seeded_articles()
+    want = {p.title: len(p.revisions) for p in articles}
+    by_title = tenants_by_title(list(want))
+    ids = page_ids(list(want))
+
+    def tenant_of(page: str) -> str | None:
+        return by_title.get(ids.get(page, page))
+
+    with tempfile.TemporaryDirectory(prefix="bench-budget-") as tmp:
+        runs = {"hub budget, 3 real spawns": budget_run(edge, Path(tmp), want),
+                "per-process pacing (baseline), 3 real spawns": baseline_run(edge, Path(tmp), want)}
+        sim = simulated_run(Path(tmp), list(want))
+    uses = {name: edge_use.use(logged, in_flight=limits.in_flight, per_s=limits.per_s, per_min=limits.per_min)
+            for name, logged in runs.items()}
+    uses[SIM_NAME] = edge_use.use(sim.logged, in_flight=sim.limits.in_flight, per_s=sim.limits.per_s,
+                                  per_min=sim.limits.per_min, span=sim.span)
+
+    print(heading(10, "Upstream budget: one wiki identity, shared by several spawns, behind the edge"))
+    print(f"The seeded wiki's {len(want)} articles ({sum(want.values()):,} revisions) harvested through the local "
+          f"edge as one anonymous identity (edge limits {limits.in_flight} in flight, {limits.per_s} r/s, "
+          f"{limits.per_min}/min, the shape of Wikimedia's anonymous profile; binding rate "
+          f"{min(limits.per_s, limits.per_min / 60):.2f} r/s). Use = answered requests/s ÷ binding rate, or busy "
+          "in-flight time ÷ slots, whichever is higher, from the first request's start to the last one's end.\n")
+    rows = [[name, u.requests, u.throttled, f"{u.span_s:.0f}", f"{u.rate_per_s:.2f}", f"{u.busy:.0%}",
+             f"{u.rate_use:.0%}", f"{u.use:.0%}", u.peak_in_flight] for name, u in uses.items()]
+    logs = {**runs, SIM_NAME: sim.logged}
+    rows = [[*row[:3], ", ".join(f"{k} {v}" for k, v in edge_use.refusals(logs[str(row[0])]).items()) or "–", *row[3:]]
+            for row in rows]
+    print(table(["run", "requests", "429s", "refused by", "span s", "answered r/s", "slot busy", "rate use", "use",
+                 "peak in flight"], rows, right=(1, 2, 4, 5, 6, 7, 8, 9)))
+    budget = uses["hub budget, 3 real spawns"]
+    print()
+    print(f"- 429s with the hub's budget, 3 real spawns: {budget.throttled} (goal {GOALS['throttled']}) "
+          f"{verdict(budget.throttled <= GOALS['throttled'])}")
+    print(f"- budget use with the hub's budget, 3 real spawns: {budget.use:.0%} (goal ≥ {GOALS['use']:.0%}) "
+          f"{verdict(budget.use >= GOALS['use'])}")
+
+    simulated = uses[SIM_NAME]
+    print(f"- 429s with the hub's budget, {SIM_NODES} simulated spawns: {simulated.throttled} "
+          f"(goal {GOALS['throttled']}) {verdict(simulated.throttled <= GOALS['throttled'])}")
+    print(f"- budget use with the hub's budget, {SIM_NODES} simulated spawns: {simulated.use:.0%} "
+          f"(goal ≥ {GOALS['use']:.0%}) {verdict(simulated.use >= GOALS['use'])}")
+
+    both = both_demanding(runs["hub budget, 3 real spawns"], tenant_of)
+    if both:
+        print_shares("budget run, 3 real spawns", edge_use.tenant_counts(both, tenant_of), WEIGHTS,
+                     f"3 real spawns (weights 1:2), over {both[-1].msec - both[0].msec:.0f} s while both had demand")
+    print_shares(f"{SIM_NODES} simulated spawns", sim.answered, SIM_WEIGHTS,
+                 f"{SIM_NODES} simulated spawns (weights 1:2:3, {SIM_SOURCES} backfill sources, {SIM_MEASURE_S:.0f} s)")
+    print(f"\nThe simulated spawns detached {sim.detaches} time(s) during the run.")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
