@@ -17,6 +17,7 @@ two tenants' shares (weights 1:2) while both still had demand.
     .venv/bin/python -m bench.upstream_budget
 """
 import argparse
+import statistics
 import json
 import tempfile
 import threading
@@ -29,14 +30,16 @@ from typing import Callable, Sequence
 
 import requests
 
-from bench import edge_use
+from bench import edge_use, long_history
 from bench.budget_farm import Farm, send_json
 from bench.common import cassandra_keyspace, heading, pg_database, seeded_articles, table, verdict
+from blackwidow.router import node_for
 from shared.hashing import node_id_for, source_uuid
 from shared.wire import SubscriptionSpec
 from tests.e2e.cluster import DETACH_AFTER_S, Cluster
 from tests.fixtures.edge import (EDGE_DIR, SEEDED_PORT, WRITABLE_PORT, Edge, Limits, LoggedRequest, fetch_limits,
                                  private_edge)
+from tests.fixtures.writable_wiki import AdminApi
 from tests.support.processes import SpawnProcess, wait_for
 
 EDGE_HOST = f"127.0.0.1:{SEEDED_PORT}"
@@ -55,6 +58,13 @@ SIM_WEIGHTS = {"one": 1.0, "two": 2.0, "three": 3.0}
 SIM_MEASURE_S = 120.0
 SIM_NAME = f"hub budget, {SIM_NODES} simulated spawns (private edge, {SIM_LIMITS['in_flight']} in flight, " \
     f"{SIM_LIMITS['per_s']} r/s, {SIM_LIMITS['per_min']}/min)"
+EDGE_WRITABLE = f"127.0.0.1:{WRITABLE_PORT}"
+BACKFILL_TITLE = "Bench upstream budget backfill"
+BACKFILL_REVISIONS = 20_000
+BACKFILL_UNDER_WAY = 1_000       # revisions stored before the first edit
+FRESH_EDITS = 3
+REVISIT_S = 10.0                 # both runs revisit a caught-up page every 10 s (BW_REVISIT_MIN_S = MAX_S)
+REVISIT_ENV = {"BW_REVISIT_MIN_S": str(REVISIT_S), "BW_REVISIT_MAX_S": str(REVISIT_S)}
 SKEW_S = 0.5                # BW_MAX_CLOCK_SKEW_S's default, on the hub and the simulated spawns alike
 
 
@@ -151,45 +161,126 @@ def poll_forever(spawns: Sequence[SpawnProcess], assigned: dict[str, list[str]],
         done.wait(POLL_S)
 
 
+class MinimalCluster:
+    """Three real spawns registered at a MinimalHub and polled by this script, which places each spec on
+    the node the hub's router would pick and reads the revisions each subscription has stored."""
+
+    def __init__(self, run_dir: Path, user_agent: str, allowlist: str, keyspace: str, env: dict[str, str]):
+        secret = "bench-" + uuid.uuid4().hex
+        self.hub = MinimalHub(secret)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        self.done = threading.Event()
+        self.spawns: list[SpawnProcess] = []
+        self.assigned: dict[str, list[str]] = {}
+        self.counts: dict[str, int] = {}
+        env = {"BW_NODE_SECRET": secret, "BW_LOG_JSON": "true", "BW_LOG_LEVEL": "INFO", "BW_WIKI_ALLOWLIST": allowlist,
+               "BW_CASSANDRA_HOSTS": "127.0.0.1", "BW_CASSANDRA_KEYSPACE": keyspace, "BW_USER_AGENT": user_agent,
+               "BW_DATA_DIR": str(run_dir / "data"), **env}
+        for i in range(SPAWNS):
+            self.spawns.append(SpawnProcess(self.hub.url, env, run_dir / f"spawn{i + 1}.log"))
+        for proc in self.spawns:
+            proc.wait_ready()
+            self.assigned[proc.url] = []
+        threading.Thread(target=poll_forever, args=(self.spawns, self.assigned, self.done, self.counts),
+                         daemon=True).start()
+
+    def put(self, spec: SubscriptionSpec) -> None:
+        by_node = {node_id_for(p.url): p for p in self.spawns}
+        proc = by_node[node_for(spec.source_uuid, sorted(by_node))]
+        self.assigned[proc.url].append(spec.id)
+        proc.put(spec)
+
+    def stop(self) -> None:
+        self.done.set()
+        for proc in self.spawns:
+            proc.stop()
+        self.hub.close()
+
+
+def legacy_spec(wiki: str, title: str, tenant: str) -> SubscriptionSpec:
+    """A spec as the hub sent them before identities: no `identity`, so the spawn paces per process."""
+    return SubscriptionSpec(id=str(uuid.uuid4()), source_uuid=str(source_uuid(wiki, title)), tenant_id=tenant,
+                            wiki=wiki, title=title, content=True)
+
+
 def baseline_run(edge: Edge, run_dir: Path, want: dict[str, int]) -> list[LoggedRequest]:
     ua = user_agent("per-process pacing")
-    secret = "bench-" + uuid.uuid4().hex
-    hub = MinimalHub(secret)
-    (run_dir / "baseline").mkdir(parents=True, exist_ok=True)
-    done = threading.Event()
-    spawns: list[SpawnProcess] = []
     with cassandra_keyspace("bench_baseline") as (_, keyspace):
+        cluster = MinimalCluster(run_dir / "baseline", ua, EDGE_HOST, keyspace, {})
         try:
-            env = {"BW_NODE_SECRET": secret, "BW_LOG_JSON": "true", "BW_LOG_LEVEL": "INFO",
-                   "BW_WIKI_ALLOWLIST": EDGE_HOST, "BW_CASSANDRA_HOSTS": "127.0.0.1",
-                   "BW_CASSANDRA_KEYSPACE": keyspace, "BW_USER_AGENT": ua,
-                   "BW_DATA_DIR": str(run_dir / "baseline" / "data")}
-            for i in range(SPAWNS):
-                spawns.append(SpawnProcess(hub.url, env, run_dir / "baseline" / f"spawn{i + 1}.log"))
-            for proc in spawns:
-                proc.wait_ready()
             offset = edge.log_offset()
-            by_title = tenants_by_title(list(want))
-            assigned: dict[str, list[str]] = {p.url: [] for p in spawns}
             expected: dict[str, int] = {}
-            counts: dict[str, int] = {}
-            threading.Thread(target=poll_forever, args=(spawns, assigned, done, counts), daemon=True).start()
-            for i, (title, tenant) in enumerate(by_title.items()):
-                proc = spawns[i % SPAWNS]
-                spec = SubscriptionSpec(id=str(uuid.uuid4()), source_uuid=str(source_uuid(edge.seeded_api_url, title)),
-                                        tenant_id=tenant, wiki=edge.seeded_api_url, title=title,
-                                        content=True)   # no identity: per-process pacing
-                assigned[proc.url].append(spec.id)
+            for title, tenant in tenants_by_title(list(want)).items():
+                spec = legacy_spec(edge.seeded_api_url, title, tenant)
                 expected[spec.id] = want[title]
-                proc.put(spec)
-            wait_for(lambda: all(counts.get(k) == n for k, n in expected.items()), HARVEST_TIMEOUT_S, 1.0,
+                cluster.put(spec)
+            wait_for(lambda: all(cluster.counts.get(k) == n for k, n in expected.items()), HARVEST_TIMEOUT_S, 1.0,
                      "the baseline run's harvest")
             return edge.read_log(offset, user_agent=ua)
         finally:
-            done.set()
-            for proc in spawns:
-                proc.stop()
-            hub.close()
+            cluster.stop()
+
+
+# -- freshness: a caught-up page edited during a long backfill, same identity ------------------------
+@dataclass(frozen=True)
+class Freshness:
+    delays: list[float]              # edit -> the new revision stored, seconds
+    backfill_done: list[int]         # revisions of the backfill stored when each edit was stored
+    throttled: int
+
+
+def measure_freshness(admin: AdminApi, title: str, stored: Callable[[str], int], *, fresh: str, backfill: str,
+                      edge: Edge, offset: int, ua: str) -> Freshness:
+    """Waits for the fresh page to be caught up and the backfill to be under way, then edits the fresh page
+    FRESH_EDITS times, each once the previous edit is stored, timing edit -> stored."""
+    wait_for(lambda: stored(fresh) >= 1 and stored(backfill) >= BACKFILL_UNDER_WAY, HARVEST_TIMEOUT_S, 0.2,
+             "the fresh page caught up and the backfill under way")
+    delays, progress = [], []
+    for n in range(FRESH_EDITS):
+        have = stored(fresh)
+        admin.edit(title, f"Edit {n} during the backfill, {uuid.uuid4().hex}", summary="freshness probe")
+        edited = time.monotonic()
+        wait_for(lambda: stored(fresh) > have, 300, 0.1, "the edit stored")
+        delays.append(time.monotonic() - edited)
+        progress.append(stored(backfill))
+    throttled = sum(1 for r in edge.read_log(offset, user_agent=ua) if r.status == 429)
+    return Freshness(delays, progress, throttled)
+
+
+def freshness_budget(edge: Edge, run_dir: Path, admin: AdminApi, title: str) -> Freshness:
+    ua = user_agent("freshness, hub budget")
+    with pg_database("bench_fresh") as db_url, cassandra_keyspace("bench_fresh") as (_, keyspace):
+        cluster = Cluster(run_dir / "fresh-budget", database_url=db_url, keyspace=keyspace, user_agent=ua,
+                          allowlist=EDGE_WRITABLE, spawn_env={"BW_USER_AGENT": ua, **REVISIT_ENV})
+        try:
+            cluster.start(SPAWNS)
+            offset = edge.log_offset()
+            tenant = cluster.tenant("readers")
+            cluster.subscribe(tenant["id"], edge.writable_api_url, [{"title": title}, {"title": BACKFILL_TITLE}],
+                              content=True)
+            ids = {s["title"]: s["id"] for s in cluster.hub.subscriptions()}
+
+            def stored(sub_id: str) -> int:
+                return next(s["revisions"] for s in cluster.hub.subscriptions() if s["id"] == sub_id)
+            return measure_freshness(admin, title, stored, fresh=ids[title], backfill=ids[BACKFILL_TITLE],
+                                     edge=edge, offset=offset, ua=ua)
+        finally:
+            cluster.stop()
+
+
+def freshness_baseline(edge: Edge, run_dir: Path, admin: AdminApi, title: str) -> Freshness:
+    ua = user_agent("freshness, per-process pacing")
+    with cassandra_keyspace("bench_fresh_base") as (_, keyspace):
+        cluster = MinimalCluster(run_dir / "fresh-baseline", ua, EDGE_WRITABLE, keyspace, REVISIT_ENV)
+        try:
+            offset = edge.log_offset()
+            fresh, backfill = (legacy_spec(edge.writable_api_url, t, "readers") for t in (title, BACKFILL_TITLE))
+            cluster.put(fresh)
+            cluster.put(backfill)
+            return measure_freshness(admin, title, lambda sub_id: cluster.counts.get(sub_id, 0), fresh=fresh.id,
+                                     backfill=backfill.id, edge=edge, offset=offset, ua=ua)
+        finally:
+            cluster.stop()
 
 
 # -- the simulated run: the real hub, 100 simulated spawns ------------------------------------------
@@ -262,6 +353,22 @@ def both_demanding(logged: Sequence[LoggedRequest], tenant_of: Callable[[str], s
     return [r for r in logged if r.msec <= until]
 
 
+def print_freshness(freshness: dict[str, Freshness], backfill_revisions: int) -> None:
+    print()
+    print(table(["freshness (3 real spawns, writable wiki's edge)", "edit → stored, each edit s", "median s", "max s",
+                 "backfill revisions stored by then", "429s"],
+                [[name, ", ".join(f"{d:.1f}" for d in f.delays), f"{statistics.median(f.delays):.1f}",
+                  f"{max(f.delays):.1f}", ", ".join(f"{n:,}" for n in f.backfill_done), f.throttled]
+                 for name, f in freshness.items()], right=(2, 3, 5)))
+    print()
+    print(f"A page that is caught up, edited {FRESH_EDITS} times while one identity backfills a "
+          f"{backfill_revisions:,}-revision history (with content) through the writable wiki's edge (same anonymous "
+          f"limits); the first edit once {BACKFILL_UNDER_WAY:,} of its revisions are stored. Both runs revisit a "
+          f"caught-up page every {REVISIT_S:.0f} s (BW_REVISIT_MIN_S = BW_REVISIT_MAX_S, so that the delay's other "
+          "part, waiting for a request slot, is what differs; the spawn's default revisit is 60 s to 1 day). "
+          "No goal was set for this delay.")
+
+
 def print_shares(run: str, counts: dict[str, int], weights: dict[str, float], what: str) -> None:
     got = edge_use.shares(counts, weights)
     print()
@@ -291,6 +398,13 @@ def main() -> int:
         runs = {"hub budget, 3 real spawns": budget_run(edge, Path(tmp), want),
                 "per-process pacing (baseline), 3 real spawns": baseline_run(edge, Path(tmp), want)}
         sim = simulated_run(Path(tmp), list(want))
+        admin, backfill_revisions = long_history.ensure(BACKFILL_TITLE, BACKFILL_REVISIONS)
+        freshness = {}
+        for name, run in (("hub budget, freshness lane", freshness_budget),
+                          ("per-process pacing (baseline)", freshness_baseline)):
+            title = f"Bench freshness probe {uuid.uuid4().hex[:8]}"
+            admin.edit(title, "A page that is caught up before the backfill starts.", summary="created")
+            freshness[name] = run(the_edge(), Path(tmp), admin, title)
     uses = {name: edge_use.use(logged, in_flight=limits.in_flight, per_s=limits.per_s, per_min=limits.per_min)
             for name, logged in runs.items()}
     uses[SIM_NAME] = edge_use.use(sim.logged, in_flight=sim.limits.in_flight, per_s=sim.limits.per_s,
@@ -328,6 +442,7 @@ def main() -> int:
                      f"3 real spawns (weights 1:2), over {both[-1].msec - both[0].msec:.0f} s while both had demand")
     print_shares(f"{SIM_NODES} simulated spawns", sim.answered, SIM_WEIGHTS,
                  f"{SIM_NODES} simulated spawns (weights 1:2:3, {SIM_SOURCES} backfill sources, {SIM_MEASURE_S:.0f} s)")
+    print_freshness(freshness, backfill_revisions)
     print(f"\nThe simulated spawns detached {sim.detaches} time(s) during the run.")
     return 0
 
