@@ -224,6 +224,7 @@ def main(argv: Iterable[str] | None = None) -> int:
     parser.add_argument("--host", help="expected host of <siteinfo><base>")
     parser.add_argument("--content", action="store_true", help="store wikitext too")
     parser.add_argument("--user-agent", required=True, help="descriptive User-Agent with a contact")
+    parser.add_argument("--checkpoint-every", type=float, default=CHECKPOINT_EVERY, help="seconds")
     args = parser.parse_args(list(argv) if argv is not None else None)
     store: RevisionStore
     if args.cassandra:
@@ -235,7 +236,7 @@ def main(argv: Iterable[str] | None = None) -> int:
     from shared.http import make_session
     ingest = DumpIngest(args.sources, wiki=args.wiki, store=store, checkpoint=Checkpoint(args.checkpoint),
                         http=make_session(args.user_agent), expected=ExpectedSite(args.dbname, args.host),
-                        content=args.content)
+                        content=args.content, checkpoint_every=args.checkpoint_every)
     try:
         ingest.run()
     except DumpError as exc:

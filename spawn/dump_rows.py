@@ -64,25 +64,43 @@ def sha1_hex(base36: str | None) -> str | None:
     return format(int(base36, 36), "040x")
 
 
+def dump_size(declared: int | str | None, text: str | None, text_hidden: bool) -> int:
+    """Bytes of the text, as the API's size: the declared bytes="" when given (-1 for deleted text: 0),
+    else the UTF-8 length of the text the dump carries (older dumps omit the attribute)."""
+    if declared is not None:
+        return max(int(declared), 0)
+    if text is None or text_hidden:
+        return 0
+    return len(text.encode("utf-8"))
+
+
+def user_name(user_id: int | None, text: str | None) -> str:
+    """mwxml reads an empty <username /> (id 0 in very old imports) as the string "None"; a registered user
+    called None has a non-zero id, and an IP is never None."""
+    if text is None or (user_id == 0 and text == "None"):
+        return ""
+    return text
+
+
 def to_row(wiki: str, page: Any, rev: Any, content: bool) -> Revision:
     """One mwxml revision as the API path's row. Dumps carry no tags (the row has none) and no size for
-    deleted text (bytes="-1": stored as 0)."""
+    deleted text (stored as 0)."""
     deleted = rev.deleted
     main = rev.slots.contents.get("main") if rev.slots is not None else None
     text_hidden = bool(deleted.text)
     user_hidden = bool(deleted.user)
     comment_hidden = bool(deleted.comment)
     sha1 = None if text_hidden else sha1_hex(rev.slots.sha1 if rev.slots is not None else None)
-    size = int(main.bytes) if main is not None and main.bytes is not None else 0
+    size = dump_size(main.bytes if main is not None else None, None if main is None else main.text, text_hidden)
     user = None if user_hidden or rev.user is None else rev.user
-    anon = user is not None and user.id is None
+    anon = user is not None and not user.id     # an IP (no <id>), or id 0 as very old imports have it
     return Revision(
         wiki=wiki, page_id=int(page.id), ns=int(page.namespace), title=str(page.title),
         rev_id=int(rev.id), parent_id=int(rev.parent_id or 0),
         timestamp=datetime.fromtimestamp(rev.timestamp.unix(), timezone.utc),
-        user=None if user is None else str(user.text),
+        user=None if user is None else user_name(user.id, user.text),
         user_id=None if user is None else (0 if anon else int(user.id)),
-        anon=anon, minor=bool(rev.minor), size=max(size, 0),
+        anon=anon, minor=bool(rev.minor), size=size,
         sha1=sha1, comment=None if comment_hidden else (rev.comment or ""),
         content_model=main.model if main is not None else None,
         content=(main.text or "") if content and main is not None and not text_hidden else None,

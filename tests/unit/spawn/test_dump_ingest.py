@@ -15,7 +15,8 @@ import responses
 from shared.revisions.sqlite_store import SQLiteRevisionStore
 from spawn.dump_ingest import Checkpoint, DumpIngest, DumpProgress, FileProgress, eta
 from spawn.dump_rows import (DumpCorrupt, DumpNotFound, DumpSchemaUnknown, DumpStalled, DumpWrongWiki, ExpectedSite,
-                             check_schema, check_site, sha1_hex)
+                             check_schema, check_site, dump_size, sha1_hex,
+                             user_name)
 from spawn.dump_stream import compression
 
 WIKI = "gen.example.org"
@@ -114,6 +115,19 @@ def test_sha1_base36_to_hex(base36, hexa):
                                         ("http://h/a.XML.BZ2?x=1", "bzip2")])
 def test_compression_by_name(name, kind):
     assert compression(name) == kind
+
+
+@pytest.mark.parametrize("declared, text, hidden, size", [
+    ("12", "ignored", False, 12), ("-1", None, True, 0), (None, "héllo", False, 6), (None, None, True, 0),
+    (None, "", False, 0)])
+def test_dump_size(declared, text, hidden, size):
+    assert dump_size(declared, text, hidden) == size
+
+
+@pytest.mark.parametrize("user_id, text, name", [
+    (0, "None", ""), (7, "None", "None"), (None, "10.0.0.1", "10.0.0.1"), (0, None, ""), (3, "Ann", "Ann")])
+def test_user_name(user_id, text, name):
+    assert user_name(user_id, text) == name
 
 
 @pytest.mark.parametrize("left, rate, expected", [(100, 10.0, 10.0), (0, 5.0, 0.0), (100, 0.0, None)])

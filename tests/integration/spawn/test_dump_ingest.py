@@ -1,0 +1,257 @@
+"""Dump ingest against real data over the local edge: the complete Chamorro Wikipedia full-history dump
+(../shared/data, 2,293 pages, 13,598 revisions) published under .run/nginx/files/ as published (plain XML once
+unpacked from its 7z) and re-split by page range into 4 files, gzip and bzip2. Every stored revision is checked
+against an independent reading of the XML (ElementTree, sha1 recomputed from the text), field by field."""
+from __future__ import annotations
+
+import bz2
+import gzip
+import hashlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+import xml.etree.ElementTree as ET
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from shared.revisions.sqlite_store import SQLiteRevisionStore
+from spawn.dump_ingest import Checkpoint, DumpIngest
+from spawn.dump_rows import (DumpCorrupt, DumpNotFound, DumpSchemaUnknown, DumpStalled, DumpWrongWiki,
+                             ExpectedSite)
+from tests.support.dumps import split_pages, unpack_chwiki
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[3]
+WIKI = "ch.wikipedia.org"
+CHWIKI = ExpectedSite(dbname="chwiki", host=WIKI)
+REVISIONS, PAGES, PARTS = 13_598, 2_293, 4
+X = "{http://www.mediawiki.org/xml/export-0.10/}"
+
+
+def truth(path: Path) -> dict[int, dict[str, Any]]:
+    """rev_id -> the fields the store must hold, read with ElementTree independently of the code under test."""
+    out: dict[int, dict[str, Any]] = {}
+    for _, el in ET.iterparse(path):
+        if el.tag != X + "page":
+            continue
+        page = (int(el.findtext(X + "id")), int(el.findtext(X + "ns")), el.findtext(X + "title"))
+        for rev in el.iter(X + "revision"):
+            who, text_el, comment = rev.find(X + "contributor"), rev.find(X + "text"), rev.find(X + "comment")
+            user_hidden = who.get("deleted") is not None
+            ip = who.findtext(X + "ip")
+            text_hidden = text_el.get("deleted") is not None
+            text = None if text_hidden else (text_el.text or "")
+            out[int(rev.findtext(X + "id"))] = {
+                "page_id": page[0], "ns": page[1], "title": page[2],
+                "parent_id": int(rev.findtext(X + "parentid") or 0),
+                "timestamp": datetime.strptime(rev.findtext(X + "timestamp"), "%Y-%m-%dT%H:%M:%SZ")
+                .replace(tzinfo=timezone.utc),
+                "user": None if user_hidden else (ip or who.findtext(X + "username") or ""),
+                "user_id": None if user_hidden else (0 if ip else int(who.findtext(X + "id"))),
+                "anon": not user_hidden and (ip is not None or who.findtext(X + "id") == "0"),
+                "minor": rev.find(X + "minor") is not None,
+                "size": max(int(text_el.get("bytes")), 0) if text_el.get("bytes") else len((text or "").encode()),
+                "sha1": None if text is None else hashlib.sha1(text.encode()).hexdigest(),
+                "comment": None if comment is not None and comment.get("deleted") else
+                (comment.text or "" if comment is not None else ""),
+                "content_model": rev.findtext(X + "model"), "tags": (),
+                "user_hidden": user_hidden, "text_hidden": text_hidden, "sha1_hidden": text_hidden,
+                "comment_hidden": comment is not None and comment.get("deleted") is not None,
+                "content": text,
+            }
+        el.clear()
+    return out
+
+
+@pytest.fixture(scope="module")
+def published(edge, tmp_path_factory):
+    """{name: URL} of the dump as published and re-split, under a directory of the edge's files/."""
+    work = tmp_path_factory.mktemp("chwiki")
+    source = unpack_chwiki(work)
+    text = source.read_text(encoding="utf-8")
+    expected = truth(source)
+    folder = f"dumps-{uuid.uuid4().hex[:8]}"
+    target = edge.files_dir / folder
+    target.mkdir(parents=True)
+    shutil.copyfile(source, target / source.name)
+    names = {"published": source.name}
+    for i, part in enumerate(split_pages(text, PARTS), 1):
+        raw = part.encode("utf-8")
+        for kind, compress in (("gz", gzip.compress), ("bz2", bz2.compress)):
+            name = f"chwiki-pages-meta-history{i}.xml.{kind}"
+            (target / name).write_bytes(compress(raw))
+            names[f"{kind}{i}"] = name
+    (target / "truncated2.xml.gz").write_bytes((target / names["gz2"]).read_bytes()[:200_000])
+    corrupt = bytearray((target / names["bz22"]).read_bytes())
+    corrupt[300_000:300_064] = bytes(64)
+    (target / "corrupt2.xml.bz2").write_bytes(bytes(corrupt))
+    (target / "schema.xml").write_text(split_pages(text, PARTS)[0].replace('version="0.10"', 'version="0.42"', 1))
+    urls = {k: f"{edge.files_url}{folder}/{v}" for k, v in names.items()}
+    for extra in ("truncated2.xml.gz", "corrupt2.xml.bz2", "schema.xml"):
+        urls[extra] = f"{edge.files_url}{folder}/{extra}"
+    urls["missing"] = f"{edge.files_url}{folder}/absent.xml.gz"
+    yield {"urls": urls, "truth": expected, "dir": target}
+    shutil.rmtree(target, ignore_errors=True)
+
+
+def assert_equal(store, expected: dict[int, dict[str, Any]], *, content: bool) -> None:
+    stored = {r.rev_id: r for r in store.revisions(WIKI)}
+    assert sorted(stored) == sorted(expected)
+    for rev_id, want in expected.items():
+        got = stored[rev_id]
+        fields = {k: getattr(got, k) for k in want if k != "content"}
+        assert fields == {k: v for k, v in want.items() if k != "content"}, rev_id
+        if content:
+            assert store.content(WIKI, rev_id) == want["content"], rev_id
+
+
+def ingest(urls, store, checkpoint: Path, edge, **kw) -> DumpIngest:
+    return DumpIngest(urls, wiki=WIKI, store=store, checkpoint=Checkpoint(checkpoint), http=edge.session(),
+                      expected=CHWIKI, **kw)
+
+
+def test_published_dump_into_cassandra_with_content(published, store, edge, tmp_path):
+    assert len(published["truth"]) == REVISIONS
+    run = ingest([published["urls"]["published"]], store, tmp_path / "cp.json", edge, content=True)
+    assert run.run()
+    totals = run.progress.totals()
+    assert (totals["revisions_read"], totals["revisions_written"]) == (REVISIONS, REVISIONS)
+    assert totals["bytes_read"] == totals["bytes_total"] == (published["dir"] / Path(
+        published["urls"]["published"]).name).stat().st_size
+    assert_equal(store, published["truth"], content=True)
+
+
+@pytest.mark.parametrize("kind", ["gz", "bz2"])
+def test_split_dump_into_sqlite(published, edge, tmp_path, kind):
+    store = SQLiteRevisionStore(str(tmp_path / "r.db"))
+    try:
+        urls = [published["urls"][f"{kind}{i}"] for i in range(1, PARTS + 1)]
+        run = ingest(urls, store, tmp_path / "cp.json", edge, content=kind == "gz")
+        assert run.run()
+        assert [f.state for f in run.progress.files] == ["done"] * PARTS
+        assert sum(f.pages_written for f in run.progress.files) == PAGES
+        assert_equal(store, published["truth"], content=kind == "gz")
+    finally:
+        store.close()
+
+
+def test_kill_in_the_middle_and_resume(published, edge, tmp_path):
+    """A real process killed with SIGKILL during the second file; the restart writes only the pages after
+    the checkpoint and the store ends equal to the dump."""
+    urls = [published["urls"][f"bz2{i}"] for i in range(1, PARTS + 1)]
+    db, cp = tmp_path / "r.db", tmp_path / "cp.json"
+    log = tmp_path / "stderr.log"
+    with open(log, "wb") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "spawn.dump_ingest", "--wiki", WIKI, "--checkpoint", str(cp),
+                                 "--sqlite", str(db), "--dbname", "chwiki", "--checkpoint-every", "0",
+                                 "--user-agent", edge.user_agent, *urls], cwd=ROOT, stderr=err)
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and proc.poll() is None:
+            if cp.exists() and Checkpoint(cp).of(urls[1]).pages > 50:
+                break
+            time.sleep(0.02)
+        assert proc.poll() is None, log.read_text()
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    saved = Checkpoint(cp)
+    assert saved.of(urls[0]).done and not saved.of(urls[1]).done
+    store = SQLiteRevisionStore(str(db))
+    try:
+        before = len(list(store.revisions(WIKI)))
+        resumed = ingest(urls, store, cp, edge)
+        assert resumed.run()
+        # what the restart must write: the pages of file 2 after the checkpointed ones, and files 3 and 4
+        truth = published["truth"]
+        pages_by_file = [[int(m) for m in _page_ids(published["dir"] / Path(u).name)] for u in urls]
+        rest = set(pages_by_file[1][saved.of(urls[1]).pages:]) | set(pages_by_file[2]) | set(pages_by_file[3])
+        owed = sum(1 for r in truth.values() if r["page_id"] in rest)
+        assert resumed.progress.files[0].bytes_read == 0
+        assert resumed.progress.totals()["revisions_written"] == owed
+        assert before >= REVISIONS - owed
+        assert_equal(store, truth, content=False)
+    finally:
+        store.close()
+
+
+def _page_ids(path: Path) -> list[str]:
+    with bz2.open(path, "rt", encoding="utf-8") as f:
+        return [el.findtext(X + "id") for _, el in ET.iterparse(f) if el.tag == X + "page"]  # type: ignore
+
+
+def test_bad_dumps_fail_clearly_and_keep_what_was_written(published, edge, tmp_path):
+    urls = published["urls"]
+    store = SQLiteRevisionStore(str(tmp_path / "r.db"))
+    try:
+        with pytest.raises(DumpNotFound, match="404"):
+            ingest([urls["missing"]], store, tmp_path / "a.json", edge).run()
+
+        run = ingest([urls["gz1"], urls["truncated2.xml.gz"]], store, tmp_path / "b.json", edge,
+                     checkpoint_every=0.0)
+        with pytest.raises(DumpCorrupt, match="truncated"):
+            run.run()
+        first = {int(p) for p in _gz_page_ids(published["dir"] / Path(urls["gz1"]).name)}
+        kept = {r.page_id for r in store.revisions(WIKI)}
+        cp = Checkpoint(tmp_path / "b.json")
+        assert cp.of(urls["gz1"]).done and cp.of(urls["truncated2.xml.gz"]).pages > 0
+        assert first < kept
+        assert [f.state for f in run.progress.files] == ["done", "failed"]
+
+        with pytest.raises(DumpCorrupt):
+            ingest([urls["corrupt2.xml.bz2"]], store, tmp_path / "c.json", edge).run()
+        with pytest.raises(DumpSchemaUnknown, match="0.42"):
+            ingest([urls["schema.xml"]], store, tmp_path / "d.json", edge).run()
+        with pytest.raises(DumpWrongWiki, match="enwiki"):
+            DumpIngest([urls["gz1"]], wiki=WIKI, store=store, checkpoint=Checkpoint(tmp_path / "e.json"),
+                       http=edge.session(), expected=ExpectedSite(dbname="enwiki")).run()
+        assert {r.page_id for r in store.revisions(WIKI)} >= kept
+    finally:
+        store.close()
+
+
+def _gz_page_ids(path: Path) -> list[str]:
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        return [el.findtext(X + "id") for _, el in ET.iterparse(f) if el.tag == X + "page"]  # type: ignore
+
+
+@pytest.fixture
+def stalling_server():
+    """A real HTTP server that sends the headers and the first bytes of a gzip body, then goes silent."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    body = gzip.compress(b'<mediawiki version="0.10"><!-- ' + os.urandom(50_000).hex().encode() + b" --></mediawiki>")
+    done = threading.Event()
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        conn.recv(4096)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body[:1000])
+        done.wait(30)
+        conn.close()
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{listener.getsockname()[1]}/stall.xml.gz"
+    done.set()
+    thread.join(5)
+    listener.close()
+
+
+def test_stalled_connection_times_out(stalling_server, edge, tmp_path):
+    store = SQLiteRevisionStore(str(tmp_path / "r.db"))
+    try:
+        started = time.monotonic()
+        with pytest.raises(DumpStalled):
+            ingest([stalling_server], store, tmp_path / "cp.json", edge, timeout=(2.0, 1.0)).run()
+        assert time.monotonic() - started < 10
+    finally:
+        store.close()
