@@ -5,9 +5,46 @@ import importlib
 import pytest
 
 from bench.run import SCRIPTS
+from tests.fixtures.edge import LoggedRequest
 
 
 @pytest.mark.parametrize("name", [*SCRIPTS, "spawn_farm", "bench_wiki"])
 def test_bench_script_imports(name):
     module = importlib.import_module(f"bench.{name}")
     assert callable(getattr(module, "main", None)), f"bench.{name} has no main()"
+
+
+def _logged(end: float, took: float, status: int = 200, uri: str = "/api.php?action=query") -> LoggedRequest:
+    return LoggedRequest(time="", msec=end, wiki="seeded", identity_class="anon", identity="x", user_agent="ua",
+                         status=status, request_time=took, upstream_time=took, method="GET", uri=uri,
+                         limit_req="REJECTED" if status == 429 else "PASSED", limit_conn="PASSED")
+
+
+@pytest.mark.parametrize("requests, span, want", [
+    # one request a second for 10 s against 2 r/s: half the rate, a tenth of the one slot busy
+    ([_logged(i + 0.1, 0.1) for i in range(10)], (0.0, 10.0), (10, 0, 0.5, 0.1, 0.5)),
+    # a 429 is no progress: it counts as throttled, not towards the rate
+    ([_logged(1.1, 0.1), _logged(2.1, 0.1, 429)], (0.0, 4.0), (2, 1, 0.125, 0.05, 0.125)),
+    # slots busy throughout with slow answers: the in-flight limit binds
+    ([_logged(i + 1.0, 1.0) for i in range(4)], (0.0, 4.0), (4, 0, 0.5, 1.0, 1.0)),
+])
+def test_edge_use_is_the_binding_one_of_rate_and_slot_time(requests, span, want):
+    from bench.edge_use import use
+    got = use(requests, in_flight=1, per_s=2, per_min=600, span=span)
+    assert (got.requests, got.throttled, got.rate_use, round(got.busy, 6), got.use) == want
+
+
+@pytest.mark.parametrize("uri, page", [
+    ("/api.php?action=query&prop=revisions&pageids=15&rvlimit=50", "15"),
+    ("/api.php?action=query&titles=Synthetic%20article%201", "Synthetic article 1"),
+    ("/api.php?action=query&titles=A%7CB", None),
+    ("/api.php?action=query&meta=siteinfo", None),
+])
+def test_a_logged_request_is_about_the_page_it_names(uri, page):
+    from bench.edge_use import page_of
+    assert page_of(uri) == page
+
+
+def test_shares_compare_each_tenant_with_its_weight():
+    from bench.edge_use import shares
+    assert shares({"a": 25, "b": 75}, {"a": 1.0, "b": 3.0}) == {"a": (0.25, 0.25), "b": (0.75, 0.75)}
