@@ -18,6 +18,8 @@ import os
 import sys
 import threading
 import time
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -33,6 +35,7 @@ from spawn.dump_stream import open_dump, translated
 
 BATCH = 500                 # revisions per store.write(); a longer page history is written in several
 CHECKPOINT_EVERY = 1.0      # seconds between checkpoint files; a crash re-writes at most this much
+WRITERS = 4                 # pages written at once: a Cassandra page write is several round trips
 
 
 @dataclass
@@ -123,10 +126,11 @@ class DumpIngest:
     def __init__(self, sources: Sequence[str], *, wiki: str, store: RevisionStore, checkpoint: Checkpoint,
                  http: requests.Session, expected: ExpectedSite = ExpectedSite(), content: bool = False,
                  timeout: tuple[float, float] = (10.0, 60.0), batch: int = BATCH,
-                 checkpoint_every: float = CHECKPOINT_EVERY, stop: threading.Event | None = None):
+                 checkpoint_every: float = CHECKPOINT_EVERY, writers: int = WRITERS,
+                 stop: threading.Event | None = None):
         self.wiki, self.store, self.checkpoint, self.http = wiki, store, checkpoint, http
         self.expected, self.content, self.timeout = expected, content, timeout
-        self.batch, self.checkpoint_every = batch, checkpoint_every
+        self.batch, self.checkpoint_every, self.writers = batch, checkpoint_every, writers
         self.stop = stop or threading.Event()
         self.progress = DumpProgress([FileProgress(s) for s in sources])
 
@@ -177,6 +181,20 @@ class DumpIngest:
         return dump
 
     def _pages(self, fp: FileProgress, cp: FileCheckpoint, dump: mwxml.Dump) -> bool:
+        """Parse here, write pages on `writers` threads (a page's batches in order on one thread); the checkpoint
+        advances only over the leading run of pages whose writes completed."""
+        pending: deque[InFlight] = deque()
+        with ThreadPoolExecutor(self.writers, thread_name_prefix="dump-write") as pool:
+            try:
+                complete = self._submit(fp, cp, dump, pool, pending)
+            except BaseException:
+                self._settle(fp, cp, pending, until=0, quiet=True)
+                raise
+            self._settle(fp, cp, pending, until=0)
+        return complete
+
+    def _submit(self, fp: FileProgress, cp: FileCheckpoint, dump: mwxml.Dump, pool: ThreadPoolExecutor,
+                pending: deque[InFlight]) -> bool:
         position = 0
         saved = time.monotonic()
         for page in dump.pages:
@@ -186,9 +204,10 @@ class DumpIngest:
                     raise DumpCorrupt(f"page {position} of the file is id {page.id}, the checkpoint says "
                                       f"{cp.last_page_id}: the file changed since")
                 continue
-            self._write_page(fp, page)
-            cp.pages, cp.last_page_id = position, int(page.id)
-            fp.pages_written += 1
+            rows = [to_row(self.wiki, page, rev, self.content) for rev in page]
+            fp.revisions_read += len(rows)
+            pending.append(InFlight(position, int(page.id), len(rows), pool.submit(self._write_page, rows)))
+            self._settle(fp, cp, pending, until=2 * self.writers)
             if time.monotonic() - saved >= self.checkpoint_every:
                 self.checkpoint.save()
                 saved = time.monotonic()
@@ -196,20 +215,33 @@ class DumpIngest:
                 return False
         return True
 
-    def _write_page(self, fp: FileProgress, page: Any) -> None:
-        rows: list[Revision] = []
-        for rev in page:
-            rows.append(to_row(self.wiki, page, rev, self.content))
-            fp.revisions_read += 1
-            if len(rows) >= self.batch:
-                self._write(fp, rows)
-                rows = []
-        if rows:
-            self._write(fp, rows)
+    def _settle(self, fp: FileProgress, cp: FileCheckpoint, pending: deque[InFlight], *, until: int,
+                quiet: bool = False) -> None:
+        """Account finished writes in dump order, waiting while more than `until` are in flight. A failed write
+        is raised (or, when `quiet`, ends the accounting: the pages after it are written again on resume)."""
+        while pending and (len(pending) > until or pending[0].future.done()):
+            head = pending[0]
+            error = head.future.exception()
+            if error is not None:
+                if quiet:
+                    return
+                raise error
+            pending.popleft()
+            cp.pages, cp.last_page_id = head.position, head.page_id
+            fp.pages_written += 1
+            fp.revisions_written += head.revisions
 
-    def _write(self, fp: FileProgress, rows: list[Revision]) -> None:
-        self.store.write(rows)
-        fp.revisions_written += len(rows)
+    def _write_page(self, rows: list[Revision]) -> None:
+        for start in range(0, len(rows), self.batch):
+            self.store.write(rows[start:start + self.batch])
+
+
+@dataclass(frozen=True)
+class InFlight:
+    position: int
+    page_id: int
+    revisions: int
+    future: Future[None]
 
 
 def main(argv: Iterable[str] | None = None) -> int:
@@ -225,6 +257,7 @@ def main(argv: Iterable[str] | None = None) -> int:
     parser.add_argument("--content", action="store_true", help="store wikitext too")
     parser.add_argument("--user-agent", required=True, help="descriptive User-Agent with a contact")
     parser.add_argument("--checkpoint-every", type=float, default=CHECKPOINT_EVERY, help="seconds")
+    parser.add_argument("--writers", type=int, default=WRITERS, help="pages written at once")
     args = parser.parse_args(list(argv) if argv is not None else None)
     store: RevisionStore
     if args.cassandra:
@@ -236,7 +269,8 @@ def main(argv: Iterable[str] | None = None) -> int:
     from shared.http import make_session
     ingest = DumpIngest(args.sources, wiki=args.wiki, store=store, checkpoint=Checkpoint(args.checkpoint),
                         http=make_session(args.user_agent), expected=ExpectedSite(args.dbname, args.host),
-                        content=args.content, checkpoint_every=args.checkpoint_every)
+                        content=args.content, checkpoint_every=args.checkpoint_every,
+                        writers=args.writers)
     try:
         ingest.run()
     except DumpError as exc:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import bz2
 import gzip
 import hashlib
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import requests
 import responses
 
 from shared.revisions.sqlite_store import SQLiteRevisionStore
+from shared.revisions.store import StoreError
 from spawn.dump_ingest import Checkpoint, DumpIngest, DumpProgress, FileProgress, eta
 from spawn.dump_rows import (DumpCorrupt, DumpNotFound, DumpSchemaUnknown, DumpStalled, DumpWrongWiki, ExpectedSite,
                              check_schema, check_site, dump_size, sha1_hex,
@@ -189,7 +191,7 @@ def test_crash_resumes_without_losing_or_rewriting_finished_pages(tmp_path, stor
         f.write_bytes(bz2.compress(dump_xml(pages(1 + 10 * i, 10)).encode()))
         files.append(f)
     crashing = CrashingStore(store, allowed=14)       # 10 pages of file 0, 4 of file 1, then the 15th write dies
-    first = ingest(files, crashing, tmp_path, checkpoint_every=0.0)
+    first = ingest(files, crashing, tmp_path, checkpoint_every=0.0, writers=1)
     with pytest.raises(KeyboardInterrupt):
         first.run()
     cp = Checkpoint(tmp_path / "cp.json")
@@ -202,6 +204,30 @@ def test_crash_resumes_without_losing_or_rewriting_finished_pages(tmp_path, stor
     assert sorted(second.written) == sorted(p * 100 + i for p in range(15, 21) for i in range(3))
     assert len(list(store.revisions(WIKI))) == 60
     assert resumed.progress.files[0].state == "done" and resumed.progress.files[0].bytes_read == 0
+
+
+class FailingPage:
+    """A store whose write of one page fails, slowly enough that later pages finish first."""
+
+    def __init__(self, inner, page_id: int):
+        self.inner, self.page_id = inner, page_id
+
+    def write(self, rows):
+        if rows[0].page_id == self.page_id:
+            time.sleep(0.2)
+            raise StoreError("disk full")
+        self.inner.write(rows)
+
+
+def test_concurrent_writes_checkpoint_only_the_leading_finished_pages(tmp_path, store):
+    path = tmp_path / "d.xml"
+    path.write_text(dump_xml(pages(1, 10)))
+    with pytest.raises(StoreError, match="disk full"):
+        ingest([path], FailingPage(store, 5), tmp_path, writers=4, checkpoint_every=0.0).run()
+    cp = Checkpoint(tmp_path / "cp.json").of(str(path))
+    assert (cp.pages, cp.last_page_id, cp.done) == (4, 4, False)
+    assert ingest([path], store, tmp_path).run()
+    assert len(list(store.revisions(WIKI))) == 30
 
 
 def test_resume_refuses_a_changed_file(tmp_path, store):
