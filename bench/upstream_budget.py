@@ -87,9 +87,16 @@ def page_ids(titles: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def tenants_by_title(titles: Sequence[str]) -> dict[str, str]:
-    half = len(titles) // 2
-    return {t: ("light" if i < half else "heavy") for i, t in enumerate(titles)}
+def tenants_by_title(want: dict[str, int]) -> dict[str, str]:
+    """Pages to tenants, largest first to the tenant with the fewest revisions per weight, so that each tenant's
+    demand lasts about as long as its weighted share takes to serve it."""
+    got = {name: 0 for name in WEIGHTS}
+    out = {}
+    for title, n in sorted(want.items(), key=lambda kv: -kv[1]):
+        name = min(WEIGHTS, key=lambda x: (got[x] / WEIGHTS[x], -WEIGHTS[x]))
+        out[title] = name
+        got[name] += n
+    return out
 
 
 # -- the budget run: the real hub ------------------------------------------------------------------
@@ -101,7 +108,7 @@ def budget_run(edge: Edge, run_dir: Path, want: dict[str, int]) -> list[LoggedRe
         try:
             cluster.start(SPAWNS)
             offset = edge.log_offset()
-            by_title = tenants_by_title(list(want))
+            by_title = tenants_by_title(want)
             for name, weight in WEIGHTS.items():
                 tenant = cluster.tenant(name)
                 cluster.hub.patch(f"/v1/tenants/{tenant['id']}", {"weight": weight})
@@ -210,7 +217,7 @@ def baseline_run(edge: Edge, run_dir: Path, want: dict[str, int]) -> list[Logged
         try:
             offset = edge.log_offset()
             expected: dict[str, int] = {}
-            for title, tenant in tenants_by_title(list(want)).items():
+            for title, tenant in tenants_by_title(want).items():
                 spec = legacy_spec(edge.seeded_api_url, title, tenant)
                 expected[spec.id] = want[title]
                 cluster.put(spec)
@@ -398,7 +405,7 @@ def main() -> int:
     limits = edge.anonymous
     articles = seeded_articles()
     want = {p.title: len(p.revisions) for p in articles}
-    by_title = tenants_by_title(list(want))
+    by_title = tenants_by_title(want)
     ids = page_ids(list(want))
 
     def tenant_of(page: str) -> str | None:
