@@ -41,7 +41,7 @@ WRITERS = 4                 # pages written at once: a Cassandra page write is s
 @dataclass
 class FileProgress:
     source: str
-    state: str = "pending"          # pending | reading | done | failed
+    state: str = "pending"          # pending | reading | done | stopped | failed
     bytes_total: int | None = None  # compressed size (Content-Length), when known
     bytes_read: int = 0             # compressed bytes read in this run
     revisions_read: int = 0
@@ -166,9 +166,8 @@ class DumpIngest:
         except BaseException:
             self.checkpoint.save()
             raise
-        if complete:
-            cp.done = True
-            fp.state = "done"
+        cp.done = complete
+        fp.state = "done" if complete else "stopped"
         self.checkpoint.save()
 
     def _open(self, stream: io.BufferedIOBase) -> mwxml.Dump:

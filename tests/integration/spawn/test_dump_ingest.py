@@ -255,3 +255,19 @@ def test_stalled_connection_times_out(stalling_server, edge, tmp_path):
         assert time.monotonic() - started < 10
     finally:
         store.close()
+
+
+def test_rewriting_pages_into_cassandra_changes_nothing(published, store, edge, tmp_path):
+    """What a resume does to the pages after the last checkpoint, done to a whole file: the rows and the
+    pages' revision counts stay as they were (writes are idempotent by rev id)."""
+    url = published["urls"]["bz21"]
+    for attempt in range(2):
+        run = ingest([url], store, tmp_path / f"cp{attempt}.json", edge)
+        assert run.run()
+    ids = {int(p) for p in _page_ids(published["dir"] / Path(url).name)}
+    expected = {rev_id: row for rev_id, row in published["truth"].items() if row["page_id"] in ids}
+    assert_equal(store, expected, content=False)
+    per_page: dict[int, int] = {}
+    for row in expected.values():
+        per_page[row["page_id"]] = per_page.get(row["page_id"], 0) + 1
+    assert {p: store.page(WIKI, p).revisions for p in per_page} == per_page

@@ -5,6 +5,7 @@ from __future__ import annotations
 import bz2
 import gzip
 import hashlib
+import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -226,6 +227,21 @@ def test_concurrent_writes_checkpoint_only_the_leading_finished_pages(tmp_path, 
         ingest([path], FailingPage(store, 5), tmp_path, writers=4, checkpoint_every=0.0).run()
     cp = Checkpoint(tmp_path / "cp.json").of(str(path))
     assert (cp.pages, cp.last_page_id, cp.done) == (4, 4, False)
+    assert ingest([path], store, tmp_path).run()
+    assert len(list(store.revisions(WIKI))) == 30
+
+
+def test_stop_between_pages_then_resume(tmp_path, store):
+    path = tmp_path / "d.xml"
+    path.write_text(dump_xml(pages(1, 10)))
+    stop = threading.Event()
+    stopping = CrashingStore(store, allowed=-1)
+    original = stopping.write
+    stopping.write = lambda rows: (stop.set(), original(rows))  # type: ignore[method-assign]
+    run = ingest([path], stopping, tmp_path, writers=1, stop=stop)
+    assert run.run() is False
+    assert run.progress.files[0].state == "stopped" and run.progress.files[0].pages_written == 1
+    assert Checkpoint(tmp_path / "cp.json").of(str(path)).pages == 1
     assert ingest([path], store, tmp_path).run()
     assert len(list(store.revisions(WIKI))) == 30
 
