@@ -232,7 +232,8 @@ class MediaWikiClient:
         assert budget is not None
         if budget.auth_error is not None:
             raise AuthRefused(f"the wiki refused the credentials of {budget.identity}: {budget.auth_error}")
-        auth = self.auth.for_identity(budget.identity, budget.budget.credential if budget.budget else None)
+        # the Budget names the credential: nothing is sent, and no session chosen, before it arrived
+        auth = self.auth.for_identity(budget.identity, budget.wait_budget(demand, cancel, on_wait).credential)
 
         def send(request: dict, post: bool = False, login: bool = False) -> dict:
             with budget.slot(demand, cancel, on_wait) as permit:

@@ -56,6 +56,7 @@ class IdentityBudget:
         self.throttled = 0
         self.busy_s = 0.0
         self._login_waiting: dict[int, rules.Ticket] = {}    # sources waiting for this node's turn to log in
+        self._budget_waiting: dict[int, rules.Ticket] = {}   # sources waiting for a first Budget
 
     # -- from the hub ------------------------------------------------------------------------
     def apply(self, budget: Budget) -> bool:
@@ -96,26 +97,42 @@ class IdentityBudget:
     def auth_error(self) -> str | None:
         return self._local.auth_error
 
-    # -- logging in ---------------------------------------------------------------------------
+    # -- before the first request: a budget, and a session when the credential needs one ----------
+    def wait_budget(self, demand: Demand = Demand(), cancel: threading.Event | None = None,
+                    on_wait: Callable[[str | None], None] | None = None) -> Budget:
+        """The current Budget, once there is one: it names the credential requests must carry, so nothing
+        (not even how to authenticate) is decided before it arrives. Raises Cancelled when `cancel` fires."""
+        self._wait_until(lambda: self.budget is not None, self._budget_waiting, demand, cancel, on_wait,
+                         f"waiting for the upstream budget of {self.identity}")
+        assert self.budget is not None
+        return self.budget
+
     def wait_login_turn(self, demand: Demand = Demand(), cancel: threading.Event | None = None,
                         on_wait: Callable[[str | None], None] | None = None) -> None:
         """Wait until the hub's Budget lets this node log in (Budget.login): a login's first request has no
         session yet, so the wiki's edge meters it as the anonymous client, and nodes take turns (the hub
         picks one of those that report `needs_login`). Raises Cancelled when `cancel` fires."""
+        self._wait_until(lambda: self.budget is not None and self.budget.login, self._login_waiting, demand,
+                         cancel, on_wait, f"waiting for its turn to log in to {self.identity}")
+
+    def _wait_until(self, ready: Callable[[], bool], waiting: dict[int, rules.Ticket], demand: Demand,
+                    cancel: threading.Event | None, on_wait: Callable[[str | None], None] | None,
+                    reason: str) -> None:
+        """Wait for `ready`, counted in `waiting` meanwhile (it is demand the hub must see)."""
         told = False
         with self._cond:
             ticket = rules.Ticket(next(self._seq), demand.lane, demand.tenants)
-            self._login_waiting[ticket.seq] = ticket
+            waiting[ticket.seq] = ticket
             try:
-                while not (self.budget is not None and self.budget.login):
+                while not ready():
                     if cancel is not None and cancel.is_set():
                         raise Cancelled()
                     if on_wait is not None and not told:
                         told = True
-                        on_wait(f"waiting for its turn to log in to {self.identity}")
+                        on_wait(reason)
                     self._cond.wait(MAX_WAIT_S)
             finally:
-                del self._login_waiting[ticket.seq]
+                del waiting[ticket.seq]
         if told and on_wait is not None:
             on_wait(None)
 
@@ -186,7 +203,8 @@ class IdentityBudget:
     def use(self) -> IdentityUse:
         with self._cond:
             # a source waiting to log in wants requests too: the hub gives the turn to a node with demand
-            fresh, backfill = rules.demand([*self._waiting.values(), *self._login_waiting.values()])
+            fresh, backfill = rules.demand([*self._waiting.values(), *self._login_waiting.values(),
+                                            *self._budget_waiting.values()])
             paused = self._local.paused_until
             live = paused is not None and paused > self._clock()
             return IdentityUse(gen=self.gen, fresh=fresh, backfill=backfill, requests=self.requests,
