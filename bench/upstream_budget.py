@@ -1,18 +1,18 @@
-"""10. Upstream budget: one wiki identity shared by three real spawns, behind the local edge.
+"""10. Upstream budget: one wiki identity shared by several spawns, behind the local edge.
 
-Two runs side by side, each harvesting the seeded wiki's articles through the edge (scripts/services/nginx.sh,
-the anonymous profile: 1 in flight, 5 r/s, 200/min, 429 + Retry-After beyond), as an identity of its own (a
-User-Agent per run, so the edge's buckets and log lines are the run's alone):
+Runs, each as an identity of its own at the edge (a User-Agent per run, so its buckets and log lines are its own):
 
-  budget     a real hub (API + scheduler) and three real spawns; the hub hands out the identity's windows
-  baseline   three real spawns fed specs without `identity` straight through their node API (this script
-             registers them and polls them, as a minimal hub): each paces the wiki on its own
-             (spawn/host_limiter.py, BW_HOST_DELAY_S at its default)
+  budget       a real hub (API + scheduler) and three real spawns harvest the seeded wiki's articles through the
+               edge (scripts/services/nginx.sh, anonymous profile: 1 in flight, 5 r/s, 200/min), two tenants 1:2
+  baseline     three real spawns fed specs without `identity` straight through their node API (this script
+               registers and polls them, as a minimal hub): each paces the wiki on its own (spawn/host_limiter.py)
+  simulated    the real hub and 100 simulated spawns (bench.budget_farm: spawn.upstream_budget's own slots) behind
+               a private edge with scaled-up limits, three tenants 1:2:3
+  freshness    a caught-up page on the writable wiki edited during a 20,000-revision backfill, hub budget against
+               per-process pacing
 
-Measured from the edge's access log: 429s, budget use (achieved rate of answered requests / the edge's binding
-rate, or in-flight busy time / slots, whichever is higher, over the span from the first request's start to the
-last one's end: demand exists throughout, the harvest ends with its last request) and, in the budget run, the
-two tenants' shares (weights 1:2) while both still had demand.
+Measured from the edge's access log: 429s, budget use (answered requests/s over the edge's binding rate, or
+in-flight busy time over slots, whichever is higher, while demand lasts) and tenant shares; edit -> stored.
 
     .venv/bin/python -m bench.upstream_budget
 """
