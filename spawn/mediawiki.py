@@ -243,9 +243,11 @@ class MediaWikiClient:
             return send(_plain(request), post, login=True)
 
         def log_in() -> None:
-            if auth.needs_login:
-                budget.wait_login_turn(demand, cancel, on_wait)
-            auth.ensure(login_send)
+            if not auth.needs_login:
+                auth.ensure(login_send)         # nothing to do, or a credential this spawn lacks (refused)
+                return
+            with budget.login_turn(demand, cancel, on_wait):
+                auth.ensure(login_send)
         try:
             log_in()
             try:

@@ -107,13 +107,24 @@ class IdentityBudget:
         assert self.budget is not None
         return self.budget
 
-    def wait_login_turn(self, demand: Demand = Demand(), cancel: threading.Event | None = None,
-                        on_wait: Callable[[str | None], None] | None = None) -> None:
-        """Wait until the hub's Budget lets this node log in (Budget.login): a login's first request has no
-        session yet, so the wiki's edge meters it as the anonymous client, and nodes take turns (the hub
-        picks one of those that report `needs_login`). Raises Cancelled when `cancel` fires."""
-        self._wait_until(lambda: self.budget is not None and self.budget.login, self._login_waiting, demand,
-                         cancel, on_wait, f"waiting for its turn to log in to {self.identity}")
+    @contextmanager
+    def login_turn(self, demand: Demand = Demand(), cancel: threading.Event | None = None,
+                   on_wait: Callable[[str | None], None] | None = None) -> Iterator[None]:
+        """Wait until the hub's Budget lets this node log in (Budget.login), then log in inside the block: a
+        login's first request has no session yet, so the wiki's edge meters it as the anonymous client, and
+        nodes take turns (the hub picks one of those that report `needs_login`). This node reports
+        `needs_login` until the block ends, so the turn passes on only once its login is over. Raises
+        Cancelled when `cancel` fires."""
+        ticket = rules.Ticket(next(self._seq), demand.lane, demand.tenants)
+        with self._cond:
+            self._login_waiting[ticket.seq] = ticket
+        try:
+            self._wait_until(lambda: self.budget is not None and self.budget.login, {}, demand, cancel, on_wait,
+                             f"waiting for its turn to log in to {self.identity}")
+            yield
+        finally:
+            with self._cond:
+                del self._login_waiting[ticket.seq]
 
     def _wait_until(self, ready: Callable[[], bool], waiting: dict[int, rules.Ticket], demand: Demand,
                     cancel: threading.Event | None, on_wait: Callable[[str | None], None] | None,

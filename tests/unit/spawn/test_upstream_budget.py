@@ -205,7 +205,8 @@ def test_a_source_that_must_log_in_waits_for_its_turn_reports_it_and_goes_on_whe
         seen["use"] = ib.use()
         ib.apply(budget(gen=2, credential="bot", login=True))
     threading.Thread(target=later).start()
-    ib.wait_login_turn(Demand(BACKFILL, ("t1",)), None, told.append)
+    with ib.login_turn(Demand(BACKFILL, ("t1",)), None, told.append):
+        assert ib.use().needs_login           # still logging in: the turn stays here until the block ends
     assert told == ["waiting for its turn to log in to h", None]
     assert seen["use"].needs_login and seen["use"].backfill == {"t1": 1}     # demand, so the hub can pick it
     assert not ib.use().needs_login
