@@ -25,13 +25,12 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 import mwxml  # type: ignore[import-untyped]
-import requests
 from mwxml.element_iterator import ElementIterator  # type: ignore[import-untyped]
 
 from shared.revisions.model import Revision
 from shared.revisions.store import RevisionStore
 from spawn.dump_rows import (DumpCorrupt, DumpError, ExpectedSite, check_schema, check_site, to_row)
-from spawn.dump_stream import open_dump, translated
+from spawn.dump_stream import Session, open_dump, translated
 
 BATCH = 500                 # revisions per store.write(); a longer page history is written in several
 CHECKPOINT_EVERY = 1.0      # seconds between checkpoint files; a crash re-writes at most this much
@@ -124,7 +123,7 @@ class DumpIngest:
     after checkpointing what was written; a later run() resumes."""
 
     def __init__(self, sources: Sequence[str], *, wiki: str, store: RevisionStore, checkpoint: Checkpoint,
-                 http: requests.Session, expected: ExpectedSite = ExpectedSite(), content: bool = False,
+                 http: Session, expected: ExpectedSite = ExpectedSite(), content: bool = False,
                  timeout: tuple[float, float] = (10.0, 60.0), batch: int = BATCH,
                  checkpoint_every: float = CHECKPOINT_EVERY, writers: int = WRITERS,
                  stop: threading.Event | None = None):

@@ -16,6 +16,8 @@ import requests
 
 from spawn.dump_rows import DumpCorrupt, DumpError, DumpNotFound, DumpStalled
 
+Session = requests.Session      # what callers pass in: the dump transport is this module's alone
+
 CHUNK = 1 << 16
 
 

@@ -107,7 +107,7 @@ def paced_client(api_url: str, agent: str, credentials_file, credential: str | N
     now = time.time()
     budget = IdentityBudget(api_url.split("/")[2], skew_s=SKEW)
     budget.apply(Budget(gen=1, wiki_host=budget.identity, credential=credential,
-                        windows=(Window(now - 1, now + 60, 3, 10.0),)))
+                        windows=(Window(now - 1, now + 60, 3, 10.0),), login=credential is not None))
     allow = (budget.identity,)
     http = wiki_session(agent, allow)
     auth = WikiAuth(load_credentials(str(credentials_file)), anonymous=http,

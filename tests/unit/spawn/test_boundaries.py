@@ -7,7 +7,7 @@ import pytest
 SPAWN = pathlib.Path(__file__).resolve().parents[3] / "spawn"
 
 ALLOWED = {
-    "requests": {"mediawiki.py", "hub_client.py", "wiki_session.py"},
+    "requests": {"mediawiki.py", "hub_client.py", "wiki_session.py", "dump_stream.py"},
     "urllib3": {"wiki_session.py"},
     "falcon": {"app.py", "resources/health.py"},
     "cassandra": set(),             # the store comes from shared.revisions.factory

@@ -28,8 +28,9 @@ INFO = {"query": {"pages": [{"pageid": 7, "ns": 0, "title": "Page", "lastrevid":
 def paced(credential=None, *, gen=1):
     now = time.time()
     budget = IdentityBudget("wiki.test", skew_s=0.0)
+    # with a credential, the hub gives this node (the only one waiting) its turn to log in
     budget.apply(Budget(gen=gen, wiki_host="wiki.test", credential=credential,
-                        windows=(Window(now - 1, now + 60, 1, 1000.0),)))
+                        windows=(Window(now - 1, now + 60, 1, 1000.0),), login=credential is not None))
     http = requests.Session()
     auth = WikiAuth(parse_credentials(CREDENTIALS), anonymous=http, make_session=requests.Session)
     client = MediaWikiClient(http, API, limiter=HostLimiter(0), budget=budget, max_attempts=3, auth=auth,
@@ -119,10 +120,10 @@ def test_refused_credentials_are_reported_with_the_wikis_reason_until_a_new_budg
     client, budget = paced("bot")
     assert refused_then_silent(wiki, client, "Incorrect username or password") == 2
     assert budget.use().auth_error.startswith("Incorrect username or password")
-    budget.apply(Budget(gen=1, wiki_host="wiki.test", credential="bot", windows=budget.budget.windows))
+    budget.apply(Budget(gen=1, wiki_host="wiki.test", credential="bot", windows=budget.budget.windows, login=True))
     assert budget.auth_error is not None            # the same gen changes nothing
     wiki.password_ok = True
-    budget.apply(Budget(gen=2, wiki_host="wiki.test", credential="bot", windows=budget.budget.windows))
+    budget.apply(Budget(gen=2, wiki_host="wiki.test", credential="bot", windows=budget.budget.windows, login=True))
     assert client.resolve("Page").page_id == 7 and budget.use().auth_error is None
 
 
