@@ -38,7 +38,9 @@ def ring():
     """A session on the 3-node cluster and a keyspace of the test's own at RF 3; the cluster is stopped
     and its data deleted afterwards."""
     cassandra_sh("up-cluster")
+    # a fresh ring on a loaded machine can take longer than the driver's 10 s to agree on a new keyspace
     cluster = cluster_for(list(NODES), PORT, schema_event_refresh_window=0)
+    cluster.max_schema_agreement_wait = 90
     try:
         session = cluster.connect()
         keyspace = f"bw_ring_{uuid.uuid4().hex[:8]}"
