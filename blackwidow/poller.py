@@ -104,14 +104,15 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
     polled = _poll_nodes(spawn_client, live, snap, metrics, leases, budgets)
     state.uses = {nid: r.identities for nid, r in polled.reports.items()} | \
         {nid: use for nid, use in state.uses.items() if nid in polled.failed}
-    decision = decide(snap, polled, leases, Rules.of(config), at,
+    rules = Rules.of(config)
+    decision = decide(snap, polled, leases, rules, at,
                       previous_live=state.routed_nodes if state.routed_nodes is not None else live_ids,
                       memory=state.quota)
     _log_decision(snap, decision)
     with sessionmaker.begin() as session:
         fencing.check(session, state.fence)          # a deposed leader sends nothing
     outcomes = _execute(spawn_client, decision.plan, snap, metrics)
-    settlement = settle(snap, decision, outcomes, at, Rules.of(config))
+    settlement = settle(snap, decision, outcomes, at, rules)
     try:
         with sessionmaker.begin() as session:
             fencing.check(session, state.fence, ticked_at=now())

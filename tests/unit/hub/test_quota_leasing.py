@@ -56,6 +56,17 @@ def report(node, snap, counts, lease_round, synced=True):
     return StatusReport(node_id=node, boot_id="boot-1", attached=True, subscriptions=tuple(subs))
 
 
+def granted_and_counted(hub_maker, config, node, counts, memory):
+    """One tick's grant, the node's report of `counts` ({sub id: n}) learnt, and the hub's rows set to them."""
+    snap = snapshot(hub_maker)
+    first = grant(hub_maker, snap, frozenset({node}), config, T0, memory)
+    learn(hub_maker, first, snap, {node: report(node, snap, counts, first)}, T0, memory)
+    with hub_maker.begin() as session:
+        for sid, n in counts.items():
+            session.execute(sa.update(Subscription).where(Subscription.id == sid).values(revisions=n))
+    return first
+
+
 def test_grants_are_written_ahead_learnt_and_shown(api, hub_maker, sqlite_url):
     tenant, ids, node = setup(api, hub_maker)
     config = hub_config(sqlite_url)
@@ -94,12 +105,7 @@ def test_lowering_the_quota_below_usage_stops_at_the_counts(api, hub_maker, sqli
     tenant, ids, node = setup(api, hub_maker)
     config = hub_config(sqlite_url)
     memory = leasing.QuotaMemory()
-    snap = snapshot(hub_maker)
-    first = grant(hub_maker, snap, frozenset({node}), config, T0, memory)
-    learn(hub_maker, first, snap, {node: report(node, snap, {ids[0]: 30, ids[1]: 10}, first)}, T0, memory)
-    with hub_maker.begin() as session:
-        for sid, n in ((ids[0], 30), (ids[1], 10)):
-            session.execute(sa.update(Subscription).where(Subscription.id == sid).values(revisions=n))
+    granted_and_counted(hub_maker, config, node, {ids[0]: 30, ids[1]: 10}, memory)
     assert api.simulate_patch(f"/v1/tenants/{tenant['id']}", json={"quota": 25}).status_code == 200
     lowered = grant(hub_maker, snapshot(hub_maker), frozenset({node}), config, T0 + timedelta(seconds=2), memory)
     assert {sid: lease.cap for sid, lease in lowered.for_node(node).items()} == {ids[0]: 30, ids[1]: 10}
@@ -154,12 +160,7 @@ def test_a_deleted_subscriptions_lease_goes_with_its_last_holder(api, hub_maker,
     tenant, ids, node = setup(api, hub_maker)
     config = hub_config(sqlite_url)
     memory = leasing.QuotaMemory()
-    snap = snapshot(hub_maker)
-    first = grant(hub_maker, snap, frozenset({node}), config, T0, memory)
-    learn(hub_maker, first, snap, {node: report(node, snap, {ids[0]: 20, ids[1]: 5}, first)}, T0, memory)
-    with hub_maker.begin() as session:
-        for sid, n in ((ids[0], 20), (ids[1], 5)):
-            session.execute(sa.update(Subscription).where(Subscription.id == sid).values(revisions=n))
+    granted_and_counted(hub_maker, config, node, {ids[0]: 20, ids[1]: 5}, memory)
     assert api.simulate_delete(f"/v1/subscriptions/{ids[0]}").status_code == 204
 
     # the next tick: the node answers without it (its spawn dropped it) and the holder is released
