@@ -8,11 +8,14 @@ from sqlalchemy.exc import IntegrityError
 from blackwidow import liveness
 from blackwidow.models import Node, Subscription, utcnow
 from blackwidow.store.pagination import as_utc
+from shared.config import HubConfig
 from shared.errors import Conflict, NotFound, Unavailable
 from shared.hashing import node_id_for
 
 
-DEFAULT_FLAPPING = liveness.Flapping(limit=3, window_s=300.0, quarantine_s=600.0)
+# the rule's numbers live in HubConfig's defaults (BW_NODE_FLAP_*), stated once
+DEFAULT_FLAPPING = liveness.Flapping(limit=HubConfig.node_flap_restarts, window_s=HubConfig.node_flap_window_s,
+                                     quarantine_s=HubConfig.node_quarantine_s)
 
 
 class NodeLoad(NamedTuple):
