@@ -4,7 +4,7 @@ Each tick, every slot whose current hold ends within `horizon_s` (or that is fre
 `window_s`: the node that keeps it has its hold extended without a gap; another node starts `handover_s`
 after the previous hold ends. The next holder is, in order: a node with freshness demand that holds no
 slot; else the node furthest below its weighted share of slot-time over the last `cycle_s` (the current
-holder keeps the slot while it is within one window of that). A node's share is the sum, over tenants,
+holder keeps the slot while it is within `keep_s` of that). A node's share is the sum, over tenants,
 of the tenant's weighted share (weight over the weights of tenants with demand) split across nodes by the
 tenant's waiting sources. A node holds at most as many slots at once as it has sources waiting. Nothing
 starts before a pause ends. Holds already written (by this or an earlier leader) are never moved or cut.
@@ -25,6 +25,9 @@ class Params:
     handover_s: float = 1.0        # gap between two nodes' holds on a slot: 2 x BW_MAX_CLOCK_SKEW_S
     horizon_s: float = 4.0         # plan a slot's next hold once its current one ends this soon (2 polls)
     cycle_s: float = 900.0         # shares are balanced over this span; holds are kept this long after
+    # the holder keeps its slot while it is at most this much slot-time behind the node furthest below its
+    # share: every handover idles the slot for the gap plus the clock-skew margins at both ends
+    keep_s: float = 15.0
     pause_jitter_s: float = 2.0    # a node resumes after a pause up to this much later than the others
 
 
@@ -141,8 +144,9 @@ def allocate(state: IdentityState, demand: Mapping[str, Demand], weights: Mappin
         deficit = {n: targets[n] / sum(targets[m] for m in options) * total - received[n] for n in options}
         waiting = [n for n in options if demand[n].has_fresh and not any(h.node == n and h.end > now for h in holds)]
         best = max(waiting or options, key=lambda n: (deficit[n], -stable_hash(n)))
-        if not waiting and last is not None and last.node in options and deficit[last.node] >= deficit[best]:
-            best = last.node            # ties keep the slot where it is: no handover gap
+        if not waiting and last is not None and last.node in options and \
+                deficit[last.node] >= deficit[best] - p.keep_s:
+            best = last.node            # within keep_s of the best, the slot stays where it is: no handover gap
         hold = options[best]
         if last is not None and hold.start == last.start:      # extended
             holds.remove(last)

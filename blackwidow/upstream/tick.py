@@ -23,8 +23,9 @@ def params(config: HubConfig) -> Params:
     before it starts; a hold is never shorter than that horizon plus the handover gap."""
     horizon = 2 * config.poll_interval_s
     handover = 2 * config.max_clock_skew_s
-    return Params(window_s=max(config.budget_window_s, horizon + handover), handover_s=handover,
-                  horizon_s=horizon, cycle_s=config.budget_cycle_s, pause_jitter_s=config.budget_pause_jitter_s)
+    window = max(config.budget_window_s, horizon + handover)
+    return Params(window_s=window, handover_s=handover, horizon_s=horizon, cycle_s=config.budget_cycle_s,
+                  pause_jitter_s=config.budget_pause_jitter_s, keep_s=window)
 
 
 def demand_of(uses: Mapping[str, Mapping[str, IdentityUse]], live_nodes: Iterable[str]) -> dict[str, dict]:

@@ -36,7 +36,7 @@ def test_a_subscribed_wiki_shows_its_default_limits_until_configured(api, tenant
              for i in doc["items"]}
     assert shown == {"127.0.0.1:8780": (1, 5.0, 200, False, 1), "en.wikipedia.org": (1, 5.0, 200, False, 2)}
     one = api.simulate_get("/v1/identities/en.wikipedia.org").json
-    assert one["rate_per_s"] == pytest.approx(200 / 60 * 0.95)
+    assert one["rate_per_s"] == pytest.approx(200 / 60 * 0.98)
     assert (one["credential"], one["windows"], one["paused_until"], one["auth_error"]) == (None, [], None, None)
     assert api.simulate_get("/v1/identities/de.wikipedia.org").status_code == 404
 

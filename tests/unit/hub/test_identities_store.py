@@ -4,7 +4,7 @@ and what a tick does with them."""
 from blackwidow.models import Identity, IdentityWindow, Subscription, Tenant
 from blackwidow.store import identities as store
 from blackwidow.upstream.allocate import Demand, Params, allocate
-from blackwidow.upstream.limits import default_limits
+from blackwidow.upstream.limits import binding_rate, default_limits
 from blackwidow.upstream.slots import violations
 from shared.hashing import source_uuid
 from shared.wire import IdentityUse
@@ -59,7 +59,7 @@ def check_store(maker) -> None:
     with maker.begin() as session:
         rows = session.query(IdentityWindow).filter_by(identity_id="en.wikipedia.org").all()
         holds = [store._hold(r) for r in rows]
-        assert violations(holds, 1, 200 / 60 * 0.95, P.handover_s) == []
+        assert violations(holds, 1, binding_rate(default_limits("en.wikipedia.org")), P.handover_s) == []
         assert {r.node_id for r in rows} <= {"node-a", "node-b"}
         assert session.get(Identity, "en.wikipedia.org").gen == 8
         assert store.load(session).identities["en.wikipedia.org"].gen == 8
