@@ -1,0 +1,118 @@
+"""Reads one wiki's change feed (`list=recentchanges`) from a persisted position, oldest first: the thin
+I/O shell around spawn.feed_position (where it stands, gaps) and spawn.feed_events (what each entry means).
+
+Every request goes through the MediaWikiClient the spawn already uses for that wiki: its session (the
+deployment's User-Agent, checked addresses), maxlag, retries, and the identity budget when the client
+has one (`demand` says in which lane it waits: freshness by default).
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from spawn.feed_events import Event, parse
+from spawn.feed_position import FeedPosition, Gap, gap, still_holds
+from spawn.mediawiki import BadResponse, MediaWikiClient
+from spawn.upstream_budget import FRESH, Demand
+
+logger = logging.getLogger(__name__)
+
+RCPROP = "ids|title|timestamp|loginfo"
+RCTYPE = "edit|new|log"             # no categorisation and no external entries: they change no history
+DEFAULT_MAX_BATCHES = 20
+
+
+@dataclass(frozen=True)
+class FeedRead:
+    """What one read found after its starting position: the events in feed order and the position after
+    the last entry read (`more`: the read stopped at max_batches with entries left). `gap` is set, and
+    nothing was read, when the feed no longer covers the span after the starting position."""
+    events: tuple[Event, ...]
+    position: FeedPosition
+    more: bool = False
+    gap: Gap | None = None
+    entries: int = 0        # entries read, events or not
+
+
+@dataclass(frozen=True)
+class _Batch:
+    entries: list[tuple[FeedPosition, Event | None]]
+    more: dict | None
+    now: datetime
+
+
+class ChangeFeed:
+    """One wiki's feed, read with `client` (the spawn's MediaWikiClient for that wiki)."""
+
+    def __init__(self, client: MediaWikiClient, *, limit: int | str = "max",
+                 max_batches: int = DEFAULT_MAX_BATCHES, demand: Demand = Demand(FRESH)):
+        self.client = client
+        self.limit = str(limit)         # "max": 500, or 5,000 for an identity with apihighlimits
+        self.max_batches = max_batches
+        self.demand = demand
+
+    def head(self, **kw) -> FeedPosition:
+        """The position of the newest entry: reading from it yields what happens from now on."""
+        batch = self._batch({"rcdir": "older", "rclimit": "1"}, **kw)
+        return batch.entries[0][0] if batch.entries else FeedPosition(batch.now, 0)
+
+    def read(self, since: FeedPosition, **kw) -> FeedRead:
+        """The events after `since`, in at most max_batches requests of `limit` entries, plus one request
+        when the first answer does not prove the feed still covers `since`. Raises MediaWikiError (an entry
+        that does not parse is a BadResponse)."""
+        params: dict = {"rcdir": "newer", "rclimit": self.limit, "rccontinue": since.token}
+        batch = self._batch(params, **kw)
+        first = batch.entries[0][0] if batch.entries else None
+        older = None if still_holds(since, first) else self._older(since, **kw)
+        missing = gap(since, first, older, batch.now)
+        if missing is not None:
+            logger.warning("change_feed.gap", extra={"host": self.client.host, "start": missing.start.isoformat(),
+                                                     "end": missing.end and missing.end.isoformat()})
+            return FeedRead((), since, gap=missing)
+        events: list[Event] = []
+        position, entries, batches = since, 0, 1
+        while True:
+            for at, event in batch.entries:
+                if at <= since:         # the starting position's own entry
+                    continue
+                if event is not None:
+                    events.append(event)
+                position, entries = at, entries + 1
+            if batch.more is None or batches >= self.max_batches:
+                return FeedRead(tuple(events), position, more=batch.more is not None, entries=entries)
+            batch = self._batch({**params, **batch.more}, **kw)
+            batches += 1
+
+    def _older(self, since: FeedPosition, **kw) -> FeedPosition | None:
+        """The newest entry at or before the position's second, if the feed still holds one."""
+        batch = self._batch({"rcdir": "older", "rclimit": "1", "rcstart": since.token.split("|")[0]}, **kw)
+        return batch.entries[0][0] if batch.entries else None
+
+    def _batch(self, params: dict, **kw) -> _Batch:
+        request = {"list": "recentchanges", "rcprop": RCPROP, "rctype": RCTYPE, "curtimestamp": "1", **params}
+        return self.client.query(request, parse=_parse_batch, **{"demand": self.demand, **kw})
+
+
+def _parse_batch(body: dict) -> _Batch:
+    """The answer's entries with their events, validated whole: a bad answer is fetched again, never read
+    in part."""
+    query = body.get("query")
+    items = query.get("recentchanges") if isinstance(query, dict) else None
+    if not isinstance(items, list):
+        raise BadResponse("'query.recentchanges' missing from the answer")
+    more = body.get("continue")
+    if more is not None and not isinstance(more, dict):
+        raise BadResponse("'continue' is not an object")
+    try:
+        now = _when(body.get("curtimestamp"))
+        entries = [(FeedPosition(_when(item.get("timestamp")), int(item["rcid"])), parse(item)) for item in items]
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:     # MalformedItem is a ValueError
+        raise BadResponse(f"malformed recentchanges answer: {exc!r}") from None
+    return _Batch(entries, more, now)
+
+
+def _when(value: object) -> datetime:
+    if not isinstance(value, str):
+        raise ValueError(f"not a timestamp: {value!r}")
+    return datetime.fromisoformat(value).astimezone(timezone.utc)
