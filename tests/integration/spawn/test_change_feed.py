@@ -22,7 +22,7 @@ from tests.support.record_change_feed import import_xml
 pytestmark = pytest.mark.integration
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-SETTLE_S = 10.0         # the wiki writes a feed entry after answering the request that made it
+SETTLE_S = 10.0         # MediaWiki writes feed entries in deferred updates, possibly after answering
 
 
 @pytest.fixture
