@@ -123,7 +123,7 @@ def parse(item: dict) -> Event | None:
     action = (str(item.get("logtype")), str(item.get("logaction")))
     params = item.get("logparams", {})
     if not isinstance(params, dict):
-        params = {}         # an action without parameters comes as an empty list in formatversion=2
+        params = {}         # PHP writes an empty array as a JSON list: no parameters
     rule = _LOG_RULES.get(action)
     if rule is not None:
         return rule(item, params)
