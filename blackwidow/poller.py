@@ -10,12 +10,13 @@ once it knows.
 """
 import logging
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Callable, Mapping
 
-from blackwidow import fencing, reload, sends
+from blackwidow import fencing, poll_pages, reload, sends
 from blackwidow.decide import Decision, Polled, Rules, Settlement, decide, settle
 from blackwidow.store import identities
 from blackwidow.upstream import tick as upstream_tick
@@ -23,12 +24,12 @@ from blackwidow.upstream.allocate import Plan
 from blackwidow.leadership import holder_id
 from blackwidow.metrics import SchedulerMetrics
 from blackwidow.quota import leasing, store as quota_store
-from blackwidow.spawn_client import SpawnClient, SpawnError
+from blackwidow.spawn_client import SpawnBadResponse, SpawnClient, SpawnError, SpawnRejected
 from blackwidow.store import coordination as store
 from blackwidow.store.coordination import Snapshot
 from blackwidow.tick_gc import without_cyclic_gc
 from shared.config import HubConfig
-from shared.wire import IdentityUse, Poll, StatusReport
+from shared.wire import Budget, IdentityUse, Lease, Poll, StatusReport
 
 logger = logging.getLogger(__name__)
 
@@ -101,7 +102,8 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
                 quota_store.write_grants(session, leases, at)
             identities.save(session, upstream, budgets)
 
-    polled = _poll_nodes(spawn_client, live, snap, metrics, leases, budgets)
+    paging = poll_pages.Paging(config.poll_page_ids, config.report_page_items)
+    polled = _poll_nodes(spawn_client, live, snap, metrics, leases, budgets, paging)
     state.uses = {nid: r.identities for nid, r in polled.reports.items()} | \
         {nid: use for nid, use in state.uses.items() if nid in polled.failed}
     rules = Rules.of(config)
@@ -184,7 +186,7 @@ def _each(fn, items: list) -> list:
 
 
 def _poll_nodes(client: SpawnClient, live: list[store.NodeView], snap: Snapshot, metrics: SchedulerMetrics,
-                leases: leasing.LeaseRound, budgets: Mapping[str, Plan]) -> Polled:
+                leases: leasing.LeaseRound, budgets: Mapping[str, Plan], paging: poll_pages.Paging) -> Polled:
     """Poll concurrently: the answers, and the nodes whose poll failed."""
     assigned: dict[str, list[str]] = {}
     for sub_id, assignment in snap.assignments.items():
@@ -193,9 +195,8 @@ def _poll_nodes(client: SpawnClient, live: list[store.NodeView], snap: Snapshot,
     def poll(node: store.NodeView):
         began = time.monotonic()
         try:
-            report = client.poll(node.url, Poll(node_id=node.id, assigned=tuple(sorted(assigned.get(node.id, ()))),
-                                                leases=leases.for_node(node.id),
-                                                budgets=upstream_tick.budgets_for(budgets, node.id)))
+            report = _poll_node(client, node, assigned.get(node.id, []), leases.for_node(node.id),
+                                upstream_tick.budgets_for(budgets, node.id), paging)
             if report.node_id is not None and report.node_id != node.id:
                 raise SpawnError(f"answered as node {report.node_id}", node_url=node.url)
             return node, report
@@ -221,6 +222,34 @@ def _poll_nodes(client: SpawnClient, live: list[store.NodeView], snap: Snapshot,
             logger.warning("node.poll_failed", extra={"node": node.id, "url": node.url, "error": str(outcome),
                                                       "failures": node.consecutive_failures + 1})
     return Polled(reports, frozenset(failed))
+
+
+def _poll_node(client: SpawnClient, node: store.NodeView, ids: list[str], leases: Mapping[str, Lease],
+               budgets: Mapping[str, Budget], paging: poll_pages.Paging) -> StatusReport:
+    """One node's poll in bounded requests (blackwidow.poll_pages). A spawn that refuses a paged list (422:
+    a version without pages, in a rolling upgrade) gets the whole list in one request, as it always did."""
+    pages = poll_pages.split(ids, paging.page_ids)
+    round_id = uuid.uuid4().hex
+    answers: list[StatusReport] = []
+    after: str | None = None
+    index = 0
+    while True:
+        poll = poll_pages.request(node.id, pages, index, round_id, leases, budgets, after, paging)
+        try:
+            answer = client.poll(node.url, poll)
+        except SpawnRejected as exc:
+            if exc.status != 422 or index or poll.page is None:
+                raise
+            return client.poll(node.url, Poll(node_id=node.id, assigned=tuple(sorted(ids)), leases=leases,
+                                              budgets=budgets))
+        answers.append(answer)
+        try:
+            if not poll_pages.more(index, len(pages), answer, after):
+                return poll_pages.merge(answers)
+        except poll_pages.PagingError as exc:
+            raise SpawnBadResponse(f"status report: {exc}", node_url=node.url) from None
+        after = answer.next if answer.next is not None else after
+        index += 1
 
 
 def _execute(client: SpawnClient, plan: reload.Plan, snap: Snapshot,

@@ -38,6 +38,13 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise ValueError(f"must be an integer >= 1: {text!r}")
+    return value
+
+
 CONSISTENCY_LEVELS = ("ONE", "TWO", "THREE", "QUORUM", "ALL", "LOCAL_QUORUM", "EACH_QUORUM", "LOCAL_ONE")
 
 
@@ -127,6 +134,9 @@ class HubConfig(CommonConfig):
     budget_window_s: float = 15.0
     budget_cycle_s: float = 900.0
     budget_pause_jitter_s: float = 2.0
+    # bounded polls (docs/coordination.md): assigned ids per poll request, statuses per answer
+    poll_page_ids: int = 5000
+    report_page_items: int = 1000
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> "HubConfig":
@@ -151,6 +161,8 @@ class HubConfig(CommonConfig):
             budget_window_s=get(env, "BW_BUDGET_WINDOW_S", _positive_float, 15.0),
             budget_cycle_s=get(env, "BW_BUDGET_CYCLE_S", _positive_float, 900.0),
             budget_pause_jitter_s=get(env, "BW_BUDGET_PAUSE_JITTER_S", _non_negative_float, 2.0),
+            poll_page_ids=get(env, "BW_POLL_PAGE_IDS", _positive_int, cls.poll_page_ids),
+            report_page_items=get(env, "BW_REPORT_PAGE_ITEMS", _positive_int, cls.report_page_items),
         )
 
 

@@ -1,7 +1,7 @@
 """JSON shapes exchanged between hub and spawns, with strict parsing. Pure: no I/O.
 
 Hub -> spawn:  POST /v1/subscriptions      body = SendBatch (drops and puts) -> SendBatchAck
-               POST /v1/status             body = Poll (heartbeat, assigned ids)
+               POST /v1/status             body = Poll (heartbeat, assigned ids, maybe one page of them)
 Spawn -> hub:  POST /v1/nodes              body = Registration -> RegistrationAck
 Spawn reply to a poll: StatusReport.
 Quota leases (docs/quotas.md) ride on the Poll (Lease) and come back in each SubscriptionStatus
@@ -414,6 +414,9 @@ class StatusReport:
     identities: Mapping[str, IdentityUse] = field(default_factory=dict)   # {identity id: use}
     # items of the report that did not parse ("index: reason"); they are skipped, the rest of the poll stands
     rejected: tuple[str, ...] = ()
+    # a bounded report (the poll asked for a ReportPage) that stopped early: the last id it holds; the hub
+    # asks again from there. None: nothing after these (or an unbounded report of everything).
+    next: str | None = None
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -422,6 +425,8 @@ class StatusReport:
         d.pop("identities")
         if self.identities:      # absent when the node holds no identity-paced subscription
             d["identities"] = {key: use.to_dict() for key, use in self.identities.items()}
+        if self.next is None:
+            d.pop("next")
         return d
 
     @classmethod
@@ -440,33 +445,79 @@ class StatusReport:
             rejected=tuple(rejected),
             sources=_req(body, "sources", int, optional=True, default=0),
             identities=_keyed(body, "identities", IdentityUse.from_dict),
+            next=_req(body, "next", str, optional=True),
         )
 
 
 @dataclass(frozen=True)
+class PollPage:
+    """The Poll's `assigned` is page `page` (0-based) of `pages` of round `round`: together the pages
+    of one round are the hub's complete list for the node (docs/coordination.md, "Bounded polls")."""
+    round: str
+    page: int
+    pages: int
+
+    @classmethod
+    def from_dict(cls, body: dict) -> "PollPage":
+        page, pages = _count(body, "page"), _count(body, "pages", minimum=1)
+        if page >= pages:
+            raise ValidationError("'page' must be < 'pages'", field="assigned")
+        return cls(round=_req(body, "round", str), page=page, pages=pages)
+
+
+@dataclass(frozen=True)
+class ReportPage:
+    """Hub -> spawn, inside a Poll: answer with at most `limit` statuses, those with ids after `after`
+    in sorted order (None: from the first), and say where the next page starts (StatusReport.next)."""
+    after: str | None
+    limit: int
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, body: dict) -> "ReportPage":
+        return cls(after=_req(body, "after", str, optional=True), limit=_count(body, "limit", minimum=1))
+
+
+@dataclass(frozen=True)
 class Poll:
-    """The hub's heartbeat. `assigned` lists every subscription id the hub wants on this node;
-    anything else the spawn holds becomes an orphan candidate. `leases` renews or changes the quota
-    lease of leased subscriptions ({subscription id: Lease}). `budgets` carries this node's upstream
-    budget per wiki identity ({identity id: Budget})."""
+    """The hub's heartbeat. `assigned` lists every subscription id the hub wants on this node (or, with
+    `page`, one page of that list); anything else the spawn holds becomes an orphan candidate once it
+    has the whole list. `leases` renews or changes the quota lease of leased subscriptions
+    ({subscription id: Lease}). `budgets` carries this node's upstream budget per wiki identity
+    ({identity id: Budget}). `report` bounds the StatusReport the spawn answers (None: everything).
+    A paged `assigned` travels as an object, which a spawn that does not know pages refuses (422)
+    rather than take one page for the whole list."""
     node_id: str
     assigned: tuple[str, ...] = field(default_factory=tuple)
     leases: Mapping[str, Lease] = field(default_factory=dict)
     budgets: Mapping[str, Budget] = field(default_factory=dict)     # {identity id: Budget}
+    page: PollPage | None = None
+    report: ReportPage | None = None
 
     def to_dict(self) -> dict:
         body: dict = {"node_id": self.node_id, "assigned": list(self.assigned)}
+        if self.page is not None:
+            body["assigned"] = {"ids": list(self.assigned), **asdict(self.page)}
         if self.leases:          # absent when no assigned subscription is leased
             body["leases"] = {sub_id: lease.to_dict() for sub_id, lease in self.leases.items()}
         if self.budgets:         # absent when the node has no upstream budget
             body["budgets"] = {key: budget.to_dict() for key, budget in self.budgets.items()}
+        if self.report is not None:
+            body["report"] = self.report.to_dict()
         return body
 
     @classmethod
     def from_dict(cls, body: dict) -> "Poll":
-        assigned = _req(body, "assigned", list, optional=True, default=[])
+        assigned = _req(body, "assigned", (list, dict), optional=True, default=[])
+        page = None
+        if isinstance(assigned, dict):
+            page = PollPage.from_dict(assigned)
+            assigned = _req(assigned, "ids", list)
         if not all(isinstance(a, str) for a in assigned):
             raise ValidationError("'assigned' must be a list of ids", field="assigned")
+        report = _req(body, "report", dict, optional=True)
         leases = {}
         for sub_id, lease in _req(body, "leases", dict, optional=True, default={}).items():
             try:
@@ -474,7 +525,8 @@ class Poll:
             except ValidationError as exc:
                 raise ValidationError(f"leases.{sub_id}: {exc.message}", field="leases") from None
         return cls(node_id=_req(body, "node_id", str), assigned=tuple(assigned), leases=leases,
-                   budgets=_keyed(body, "budgets", Budget.from_dict))
+                   budgets=_keyed(body, "budgets", Budget.from_dict), page=page,
+                   report=None if report is None else ReportPage.from_dict(report))
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,8 @@ import time
 import uuid
 
 from shared.hashing import node_id_for
-from shared.wire import Poll, RegistrationAck, StatusReport, SubscriptionSpec, SubscriptionStatus
+from shared.wire import Poll, RegistrationAck, ReportPage, StatusReport, SubscriptionSpec, SubscriptionStatus
+from spawn import poll_rounds
 from spawn.health import Attachment, SpawnHealth, spawn_health
 from spawn.host_limiter import Backoff
 from spawn.hub_client import HubClient, HubError, HubRejected, HubUnreachable
@@ -20,6 +21,9 @@ from spawn.upstream_budget import UpstreamBudgets
 from spawn.watchdog import DetachWatchdog
 
 logger = logging.getLogger(__name__)
+
+# Most statuses one report carries, whatever the hub asks: with their specs about 1 KB each (3 KB at worst)
+MAX_REPORT_ITEMS = 1000
 
 
 def load_figure(counts: dict) -> int:
@@ -41,7 +45,8 @@ class Node:
         self.boot_id = uuid.uuid4().hex
         self.attached = False
         self.detached = False                                 # since hub silence, until registered again
-        self._last_assigned: tuple[str, ...] = ()            # what the hub's last poll named
+        self._last_assigned: tuple[str, ...] = ()            # what the hub's last complete list named
+        self._round = poll_rounds.Round()                     # the paged list being received
         self._registration_failure: HubError | None = None    # the last attempt's, until one succeeds
         self.poll_interval_s: float | None = None
         self.watchdog = DetachWatchdog(detach_after_s, self.detach, clock=clock)
@@ -67,9 +72,12 @@ class Node:
             self.registry.apply_leases(poll.leases)
             if self.budgets is not None:
                 self.budgets.apply(poll.budgets)
-            self.registry.poll(poll.assigned)
-            self._last_assigned = poll.assigned
-        return self.report()
+            self.registry.touch(poll.assigned)
+            self._round, complete = poll_rounds.receive(self._round, poll.page, poll.assigned)
+            if complete is not None:        # only a complete list may make an orphan
+                self.registry.poll(complete)
+                self._last_assigned = complete
+        return self.report(poll.report if poll is not None else None)
 
     def keepalive(self) -> dict:
         """The hub is alive but between polls (a long tick): no detach, and what its last poll named is
@@ -87,16 +95,20 @@ class Node:
         return self.registry.remove(sub_id)
 
     # -- views -----------------------------------------------------------------------------
-    def report(self) -> StatusReport:
-        subs = tuple(self.registry.snapshot())
+    def report(self, page: ReportPage | None = None) -> StatusReport:
+        """Every subscription, or with `page` at most a page of them in id order and where the next starts."""
+        if page is None:
+            subs, after = self.registry.snapshot(), None
+        else:
+            subs, after = self.registry.snapshot_page(page.after, min(page.limit, MAX_REPORT_ITEMS))
         counts = self.registry.counts()
         self.metrics.subscribers.set(counts["subscribers"])
         self.metrics.sources.set(counts["sources"])
         load = self._health(counts).load
         self.metrics.load.set(float("nan") if load is None else load)     # unknown outside the cluster, not 0
         return StatusReport(node_id=self.node_id, boot_id=self.boot_id, attached=self.attached,
-                            subscriptions=subs, sources=counts["sources"],
-                            identities=self.budgets.report() if self.budgets is not None else {})
+                            subscriptions=tuple(subs), sources=counts["sources"],
+                            identities=self.budgets.report() if self.budgets is not None else {}, next=after)
 
     def attachment(self) -> Attachment:
         failure = self._registration_failure
@@ -126,6 +138,7 @@ class Node:
         self.metrics.detaches.inc()
         self.detached = True
         self.boot_id = uuid.uuid4().hex
+        self._round = poll_rounds.Round()
         self._need_register.set()
 
     def register_once(self) -> RegistrationAck:

@@ -13,6 +13,7 @@ wiki's own title) is in each subscriber's status, and a source resolving to a pa
 here already fetches hands its subscribers over and stops. They catch up from the store as any
 subscriber joining a running source does.
 """
+import heapq
 import logging
 import threading
 import time
@@ -95,6 +96,13 @@ class Registry:
                 self._remove_locked(sub_id)
             return orphans
 
+    def touch(self, named: tuple[str, ...]) -> None:
+        """A page of the hub's list named these: refresh their orphan timers (drops nothing)."""
+        with self._lock:
+            now = self._clock()
+            for sub_id in set(named) & self._subs.keys():
+                self._subs[sub_id].seen_at = now
+
     def apply_leases(self, leases: Mapping[str, Lease]) -> None:
         """Quota leases from a poll. A subscriber whose allowance grew is credited again from the
         stored history and its source woken."""
@@ -129,8 +137,17 @@ class Registry:
     # -- views -----------------------------------------------------------------------------
     def snapshot(self) -> list[SubscriptionStatus]:
         with self._lock:
-            subs = [(s, self._source_locked(s.spec.source_uuid)) for s in self._subs.values()]
-        return [s.status(caught_up=src is not None and src.complete) for s, src in subs]
+            return self._statuses(list(self._subs))
+
+    def snapshot_page(self, after: str | None, limit: int) -> tuple[list[SubscriptionStatus], str | None]:
+        """At most `limit` statuses with ids after `after`, in id order, and the last id when more follow."""
+        with self._lock:
+            ids = heapq.nsmallest(limit + 1, (i for i in self._subs if after is None or i > after))
+            return self._statuses(ids[:limit]), ids[limit - 1] if len(ids) > limit else None
+
+    def _statuses(self, ids: list[str]) -> list[SubscriptionStatus]:
+        return [self._subs[i].status(caught_up=src is not None and src.complete)
+                for i in ids for src in (self._source_locked(self._subs[i].spec.source_uuid),)]
 
     def counts(self) -> dict:
         with self._lock:

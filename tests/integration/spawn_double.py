@@ -42,6 +42,9 @@ class SpawnDouble:
         self.refuse: set[str] = set()                  # put ids a batch answers with a per-item error
         self.answer_as: str | None = None              # report this node id instead of its own
         self.page_keys: dict[str, str] = {}            # {sub id: page key} to report (its title resolved)
+        self.polls: list[Poll] = []                    # every poll it accepted, in order
+        # a spawn from before bounded polls: a paged list is no list to it (422), and it reports everything
+        self.unpaged = False
         self._lock = threading.Lock()
         self._server = None
         self._thread = None
@@ -148,10 +151,15 @@ class _Status:
         resp.media = self.node.report().to_dict()
 
     def on_post(self, req, resp) -> None:
+        body = req.get_media()
         try:
-            Poll.from_dict(req.get_media())
+            if self.node.unpaged and not isinstance(body.get("assigned", []), list):
+                raise ValidationError("'assigned' must be list", field="assigned")
+            poll = Poll.from_dict(body)
         except ValidationError as exc:
             raise _invalid(exc) from None
+        with self.node._lock:
+            self.node.polls.append(poll)
         resp.media = self.node.report().to_dict()
 
 

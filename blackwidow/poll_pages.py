@@ -1,0 +1,69 @@
+"""Bounded polls, pure: one node's poll as a series of bounded requests, and their answers as one report.
+
+A node's list of assigned ids travels in pages of at most `page_ids` ids (with the leases of those ids):
+one request when it fits, else the pages of one round (shared.wire.PollPage), in order. Every request
+also asks for a page of at most `report_items` statuses after a cursor; the hub asks again until the
+spawn says nothing follows. Requests go on past the last page of ids by repeating it (a repeated page
+changes nothing on the spawn) until the report is whole. docs/coordination.md, "Bounded polls".
+"""
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+from shared.wire import Budget, Lease, Poll, PollPage, ReportPage, StatusReport
+
+# A spawn whose report cursor never reaches the end would keep a tick polling it forever.
+MAX_REQUESTS = 10_000
+
+
+class PagingError(Exception):
+    """The answers do not make one report (the spawn restarted between them, or its cursor went back)."""
+
+
+@dataclass(frozen=True)
+class Paging:
+    page_ids: int          # ids (with their leases) per request
+    report_items: int      # statuses per answer
+
+
+def split(ids: Sequence[str], page_ids: int) -> list[tuple[str, ...]]:
+    """Sorted ids in pages; always at least one (an empty list is one empty page)."""
+    ordered = sorted(ids)
+    return [tuple(ordered[i:i + page_ids]) for i in range(0, len(ordered), page_ids)] or [()]
+
+
+def request(node_id: str, pages: list[tuple[str, ...]], index: int, round_id: str, leases: Mapping[str, Lease],
+            budgets: Mapping[str, Budget], after: str | None, paging: Paging) -> Poll:
+    """The `index`th request of a node's poll. Budgets ride on the first; leases with the page naming
+    their subscription (any other lease on the first); past the last page the last one is repeated."""
+    last = min(index, len(pages) - 1)
+    ids = pages[last]
+    named = set(ids)
+    if index == 0:
+        listed = {sid for page in pages for sid in page}
+        named |= {sid for sid in leases if sid not in listed}
+    return Poll(node_id=node_id, assigned=ids, leases={sid: lease for sid, lease in leases.items() if sid in named},
+                budgets=budgets if index == 0 else {},
+                page=PollPage(round_id, last, len(pages)) if len(pages) > 1 else None,
+                report=ReportPage(after, paging.report_items))
+
+
+def more(index: int, pages: int, answer: StatusReport, after: str | None) -> bool:
+    """Whether another request follows the `index`th (0-based) whose answer is `answer` (asked from `after`)."""
+    if answer.next is not None and after is not None and answer.next <= after:
+        raise PagingError(f"report cursor went back from {after!r} to {answer.next!r}")
+    if index + 1 >= MAX_REQUESTS:
+        raise PagingError(f"no end after {MAX_REQUESTS} requests")
+    return index + 1 < pages or answer.next is not None
+
+
+def merge(answers: list[StatusReport]) -> StatusReport:
+    """The answers of one poll as one report: every status (a repeated id: the later one), the counts and
+    identities of the last answer. Answers from two boots of the spawn are not one view of it."""
+    boots = {a.boot_id for a in answers}
+    if len(boots) != 1:
+        raise PagingError("the spawn restarted during the poll")
+    last = answers[-1]
+    subs = {s.id: s for a in answers for s in a.subscriptions}
+    return StatusReport(node_id=last.node_id, boot_id=last.boot_id, attached=last.attached,
+                        subscriptions=tuple(subs.values()), sources=last.sources, identities=last.identities,
+                        rejected=tuple(r for a in answers for r in a.rejected))
