@@ -1,10 +1,13 @@
 """Stream MediaWiki XML dumps (one or many files; http(s) or local; plain, gzip or bzip2) into the revision store,
 writing the rows the API path writes. The XML walk is mwxml's.
 
+Pages are written many at a time (RevisionStore.write_pages: one round of requests for a whole group of small
+pages, where a page at a time costs several round trips each).
+
 Resume: after pages are written, a JSON checkpoint (atomically replaced) records per file whether it is done,
 how many pages of it are fully written and the id of the last one. A restart re-reads the file from its start,
 skips that many pages (checking the last id matches) and writes on; pages written after the last checkpoint are
-written again, which changes nothing because RevisionStore.write is idempotent by (wiki, rev_id).
+written again, which changes nothing because the store's writes are idempotent by (wiki, rev_id).
 
     .venv/bin/python -m spawn.dump_ingest --wiki ch.wikipedia.org --checkpoint state.json \\
         --sqlite revisions.db https://.../chwiki-...-pages-meta-history1.xml.bz2 ...
@@ -32,9 +35,9 @@ from shared.revisions.store import RevisionStore
 from spawn.dump_rows import (DumpCorrupt, DumpError, ExpectedSite, check_schema, check_site, to_row)
 from spawn.dump_stream import Session, open_dump, translated
 
-BATCH = 500                 # revisions per store.write(); a longer page history is written in several
+BATCH = 1000                # revisions per store.write_pages(); a longer page history is written in several
 CHECKPOINT_EVERY = 1.0      # seconds between checkpoint files; a crash re-writes at most this much
-WRITERS = 4                 # pages written at once: a Cassandra page write is several round trips
+WRITERS = 2                 # groups of pages written at once, while the main thread parses the next
 
 
 @dataclass
@@ -179,8 +182,8 @@ class DumpIngest:
         return dump
 
     def _pages(self, fp: FileProgress, cp: FileCheckpoint, dump: mwxml.Dump) -> bool:
-        """Parse here, write pages on `writers` threads (a page's batches in order on one thread); the checkpoint
-        advances only over the leading run of pages whose writes completed."""
+        """Parse here, write groups of pages on `writers` threads (a long page's parts in order on one thread); the
+        checkpoint advances only over the leading run of groups whose writes completed."""
         pending: deque[InFlight] = deque()
         with ThreadPoolExecutor(self.writers, thread_name_prefix="dump-write") as pool:
             try:
@@ -195,6 +198,15 @@ class DumpIngest:
                 pending: deque[InFlight]) -> bool:
         position = 0
         saved = time.monotonic()
+        group = Group()
+
+        def flush() -> None:
+            nonlocal group
+            if group.pages:
+                pending.append(InFlight(group.position, group.page_id, len(group.pages), group.revisions,
+                                        pool.submit(self._write_group, group.pages)))
+                group = Group()
+                self._settle(fp, cp, pending, until=2 * self.writers)
         for page in dump.pages:
             position += 1
             if position <= cp.pages:
@@ -204,13 +216,18 @@ class DumpIngest:
                 continue
             rows = [to_row(self.wiki, page, rev, self.content) for rev in page]
             fp.revisions_read += len(rows)
-            pending.append(InFlight(position, int(page.id), len(rows), pool.submit(self._write_page, rows)))
-            self._settle(fp, cp, pending, until=2 * self.writers)
+            if group.revisions + len(rows) > self.batch:
+                flush()
+            group.add(position, int(page.id), rows)
+            if group.revisions >= self.batch:
+                flush()
             if time.monotonic() - saved >= self.checkpoint_every:
                 self.checkpoint.save()
                 saved = time.monotonic()
             if self.stop.is_set():
+                flush()
                 return False
+        flush()
         return True
 
     def _settle(self, fp: FileProgress, cp: FileCheckpoint, pending: deque[InFlight], *, until: int,
@@ -226,18 +243,43 @@ class DumpIngest:
                 raise error
             pending.popleft()
             cp.pages, cp.last_page_id = head.position, head.page_id
-            fp.pages_written += 1
+            fp.pages_written += head.pages
             fp.revisions_written += head.revisions
 
-    def _write_page(self, rows: list[Revision]) -> None:
-        for start in range(0, len(rows), self.batch):
-            self.store.write(rows[start:start + self.batch])
+    def _write_group(self, pages: list[list[Revision]]) -> None:
+        for call in store_calls(pages, self.batch):
+            self.store.write_pages(call)
+
+
+def store_calls(pages: list[list[Revision]], batch: int) -> list[list[list[Revision]]]:
+    """The write_pages() calls that store a group, in order: the whole group in one call, except a page longer
+    than `batch` (always alone in its group), written in consecutive parts of `batch` revisions, a call each,
+    so that each part's parent is stored before it."""
+    if len(pages) == 1 and len(pages[0]) > batch:
+        rows = pages[0]
+        return [[rows[start:start + batch]] for start in range(0, len(rows), batch)]
+    return [pages]
+
+
+@dataclass
+class Group:
+    """Parsed pages not yet handed to a writer: whole pages, `batch` revisions at most unless one page is longer."""
+    pages: list[list[Revision]] = field(default_factory=list)
+    revisions: int = 0
+    position: int = 0               # the last page's position in the file and its id
+    page_id: int = 0
+
+    def add(self, position: int, page_id: int, rows: list[Revision]) -> None:
+        self.pages.append(rows)
+        self.revisions += len(rows)
+        self.position, self.page_id = position, page_id
 
 
 @dataclass(frozen=True)
 class InFlight:
-    position: int
-    page_id: int
+    position: int                   # of the group's last page in the file
+    page_id: int                    # of that page
+    pages: int
     revisions: int
     future: Future[None]
 
@@ -255,7 +297,8 @@ def main(argv: Iterable[str] | None = None) -> int:
     parser.add_argument("--content", action="store_true", help="store wikitext too")
     parser.add_argument("--user-agent", required=True, help="descriptive User-Agent with a contact")
     parser.add_argument("--checkpoint-every", type=float, default=CHECKPOINT_EVERY, help="seconds")
-    parser.add_argument("--writers", type=int, default=WRITERS, help="pages written at once")
+    parser.add_argument("--writers", type=int, default=WRITERS, help="groups of pages written at once")
+    parser.add_argument("--batch", type=int, default=BATCH, help="revisions per group of pages")
     args = parser.parse_args(list(argv) if argv is not None else None)
     store: RevisionStore
     if args.cassandra:
@@ -268,7 +311,7 @@ def main(argv: Iterable[str] | None = None) -> int:
     ingest = DumpIngest(args.sources, wiki=args.wiki, store=store, checkpoint=Checkpoint(args.checkpoint),
                         http=make_session(args.user_agent), expected=ExpectedSite(args.dbname, args.host),
                         content=args.content, checkpoint_every=args.checkpoint_every,
-                        writers=args.writers)
+                        writers=args.writers, batch=args.batch)
     try:
         ingest.run()
     except DumpError as exc:

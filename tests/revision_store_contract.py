@@ -10,11 +10,14 @@ import uuid
 from datetime import datetime, timedelta, timezone
 
 import pytest
+import requests
 
 from shared.config import SpawnConfig
 from shared.revisions.factory import open_store
 from shared.revisions.model import Revision
 from shared.revisions.store import StoreError
+from spawn.dump_ingest import Checkpoint, DumpIngest
+from tests.unit.spawn.test_dump_ingest import dump_xml, pages as dump_pages
 
 START = datetime(2023, 1, 30, 22, 0, tzinfo=timezone.utc)
 
@@ -44,6 +47,59 @@ def metadata(revisions) -> list[Revision]:
 
 def newest_first(revisions) -> list[Revision]:
     return sorted(revisions, key=lambda r: (r.timestamp, r.rev_id), reverse=True)
+
+
+def varied_pages(wiki: str) -> list[list[Revision]]:
+    """Pages 31-35 with what a write derives rows from: texts with a revert, hidden fields, one revision,
+    long histories over months."""
+    a = make_history(wiki, 31, 40, title="Orb weaver")
+    texts = [f"== Silk ==\nEdit {i} of the orb weaver.\n" * 30 for i in range(40)]
+    texts[25] = texts[10]
+    a = [dataclasses.replace(r, content=t) for r, t in zip(a, texts)]
+    b = make_history(wiki, 32, 6, first_rev_id=3000, title="Cobweb")
+    b[3] = dataclasses.replace(b[3], user=None, user_id=None, user_hidden=True, comment=None, comment_hidden=True)
+    b[4] = dataclasses.replace(b[4], sha1=None, sha1_hidden=True, text_hidden=True)
+    c = make_history(wiki, 33, 1, first_rev_id=4000, title="Trapdoor")
+    d = make_history(wiki, 34, 30, first_rev_id=5000, title="Funnel web")
+    e = make_history(wiki, 35, 10, first_rev_id=6000, title="Jumping spider")
+    return [a, b, c, d, e]
+
+
+def stored_state(store, wiki: str, page_ids, rev_ids, size_delta=None) -> dict:
+    """Everything a reader sees of these pages, with the wiki key left out (to compare two wikis)."""
+    anywhere = "any.example.org"
+    return {
+        "history": {p: [dataclasses.replace(r, wiki=anywhere) for r in store.history(wiki, p)] for p in page_ids},
+        "pages": {p: dataclasses.replace(store.page(wiki, p), wiki=anywhere) for p in page_ids},
+        "resume": {p: store.resume_point(wiki, p) for p in page_ids},
+        "content": {r: store.content(wiki, r) for r in rev_ids},
+        "size_delta": {r: size_delta(wiki, r) for r in rev_ids} if size_delta else None,
+        "titles": {store.page_id(wiki, t) for t in ("Orb weaver", "Cobweb", "Trapdoor")},
+    }
+
+
+class KilledMidBatch:
+    """Passes `calls` write_pages calls to a real store; the next one stores its first page and the first revision
+    of each other page, then dies like a killed process."""
+
+    def __init__(self, inner, calls: int):
+        self.inner, self.calls = inner, calls
+
+    def write_pages(self, pages):
+        if self.calls == 0:
+            self.inner.write_pages([pages[0]] + [rows[:1] for rows in pages[1:]])
+            raise KeyboardInterrupt("killed")
+        self.calls -= 1
+        self.inner.write_pages(pages)
+
+
+class Recording:
+    def __init__(self, inner):
+        self.inner, self.pages = inner, []
+
+    def write_pages(self, pages):
+        self.inner.write_pages(pages)
+        self.pages += [rows[0].page_id for rows in pages]
 
 
 class RevisionStoreContract:
@@ -181,3 +237,68 @@ class RevisionStoreContract:
             assert opened.page(wiki, 1).revisions == 3
         finally:
             opened.close()
+
+    def test_write_pages_stores_what_one_write_per_page_stores(self, store, wiki, stored_size_delta):
+        other = wiki.replace("test-", "pages-")
+        for key, together in ((wiki, False), (other, True)):
+            a, b, c, d, e = varied_pages(key)
+            store.write(e[:4])                      # a parent stored by an earlier write
+            parts = [a, b, c, d[:12], d[12:], e[4:]]   # one page in two parts
+            if together:
+                store.write_pages(parts)
+            else:
+                for part in parts:
+                    store.write(part)
+        page_ids = range(31, 36)
+        rev_ids = [r.rev_id for page in varied_pages(wiki) for r in page]
+        one_by_one = stored_state(store, wiki, page_ids, rev_ids, stored_size_delta)
+        assert stored_state(store, other, page_ids, rev_ids, stored_size_delta) == one_by_one
+        assert [one_by_one["pages"][p].revisions for p in page_ids] == [40, 6, 1, 30, 10]
+        assert one_by_one["content"][varied_pages(wiki)[0][25].rev_id].startswith("== Silk ==\nEdit 10 ")
+        store.write_pages(varied_pages(other))       # a replay changes nothing
+        store.write_pages([])
+        assert stored_state(store, other, page_ids, rev_ids, stored_size_delta) == one_by_one
+
+    def test_a_failed_write_pages_moves_no_resume_point_and_a_replay_completes_it(self, store, wiki, poisoned):
+        first = make_history(wiki, 41, 12)
+        second = make_history(wiki, 42, 5, first_rev_id=3000)
+        third = make_history(wiki, 43, 4, first_rev_id=4000)
+        store.write(first[:8])
+        with pytest.raises(StoreError):
+            store.write_pages([first[8:], second, [*third[:3], poisoned(third[3])]])
+        assert (store.resume_point(wiki, 41).rev_id, store.page(wiki, 41).revisions) == (first[7].rev_id, 8)
+        assert (store.resume_point(wiki, 42), store.resume_point(wiki, 43)) == (None, None)
+        store.write_pages([first[8:], second, third])
+        for page_id, revisions in ((41, first), (42, second), (43, third)):
+            assert list(store.history(wiki, page_id)) == newest_first(metadata(revisions))
+            assert store.page(wiki, page_id).revisions == len(revisions)
+            assert store.resume_point(wiki, page_id).rev_id == revisions[-1].rev_id
+
+    def test_write_pages_takes_pages_of_one_page_each(self, store, wiki):
+        with pytest.raises(ValueError, match="one page"):
+            store.write_pages([make_history(wiki, 1, 2) + make_history(wiki, 2, 1, first_rev_id=7000)])
+        assert store.resume_point(wiki, 1) is None
+
+    def test_a_dump_ingest_killed_mid_batch_resumes_without_losing_or_rewriting(self, store, wiki, tmp_path):
+        """Groups of 2 pages (batch 6, 3 revisions a page); the third group's write dies after storing its
+        first page and a revision of the second. The checkpoint holds only the groups written whole; the
+        restart writes every later page once, and the pages end as a clean ingest leaves them."""
+        path = tmp_path / "d.xml"
+        path.write_text(dump_xml(dump_pages(1, 12)), encoding="utf-8")
+
+        def ingest(key: str, into, checkpoint: str) -> DumpIngest:
+            return DumpIngest([str(path)], wiki=key, store=into, checkpoint=Checkpoint(tmp_path / checkpoint),
+                              http=requests.Session(), batch=6, writers=1, checkpoint_every=0.0)
+        with pytest.raises(KeyboardInterrupt):
+            ingest(wiki, KilledMidBatch(store, calls=2), "cp.json").run()
+        saved = Checkpoint(tmp_path / "cp.json").of(str(path))
+        assert (saved.pages, saved.last_page_id, saved.done) == (4, 4, False)
+        assert [store.page(wiki, p).revisions for p in range(1, 7)] == [3, 3, 3, 3, 3, 1]
+        resumed = Recording(store)
+        assert ingest(wiki, resumed, "cp.json").run()
+        assert resumed.pages == list(range(5, 13))
+        clean = wiki.replace("test-", "clean-")
+        assert ingest(clean, store, "clean.json").run()
+        page_ids = range(1, 13)
+        assert stored_state(store, wiki, page_ids, []) == stored_state(store, clean, page_ids, [])
+        assert [store.page(wiki, p).revisions for p in page_ids] == [3] * 12

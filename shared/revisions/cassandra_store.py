@@ -11,7 +11,7 @@ counts are acknowledged, by the same argument."""
 import logging
 import struct
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from datetime import datetime
 from typing import Iterable, Iterator, Sequence
 
@@ -21,11 +21,12 @@ from cassandra.concurrent import execute_concurrent
 from cassandra.connection import ConnectionException
 from cassandra.policies import DCAwareRoundRobinPolicy, TokenAwarePolicy
 
-from shared.revisions.cql_batches import batched, unlogged
+from shared.revisions.cql_batches import batched
+from shared.revisions.cql_in import chunks, cross_chunks
 from shared.revisions.cql_text import TEXT_CQL, TextWriter, read_text, remove_text
 from shared.revisions.derived import (
-    EARLIEST, LATEST, day_of, day_shard, first_month_timestamp, missing_parents, month_of, newest, one_page,
-    pointer_timestamp_us, size_deltas, utc)
+    EARLIEST, LATEST, PageRows, day_of, day_shard, described, first_month_timestamp, missing_parents,
+    month_of, newest, one_page, page_rows, pointer_timestamp_us, size_deltas, utc)
 from shared.revisions.model import PageState, ResumePoint, Revision
 from shared.revisions.store import StoreError
 
@@ -55,10 +56,14 @@ _CQL = {
     "title": "INSERT INTO {ks}.pages_by_title (wiki, title, page_id, ns) VALUES (?, ?, ?, ?) "
              "USING TIMESTAMP ?",
     "parent_size": "SELECT size FROM {ks}.revisions_by_id WHERE wiki = ? AND rev_id = ?",
-    "count_month": "SELECT COUNT(*) FROM {ks}.revisions_by_page WHERE wiki = ? AND page_id = ? AND month = ?",
+    # the rows of the months a write touched, of many pages at once (shared/revisions/cql_in.py), counted
+    # here: the server warns about an aggregate (COUNT ... GROUP BY) over several partitions, not about
+    # reading their keys
+    "month_rows": "SELECT page_id, month FROM {ks}.revisions_by_page WHERE wiki = ? AND page_id IN ? AND month IN ?",
     "page_month": "INSERT INTO {ks}.page_months (wiki, page_id, month, revisions) VALUES (?, ?, ?, ?) "
                   "USING TIMESTAMP ?",
     "months": "SELECT month, revisions FROM {ks}.page_months WHERE wiki = ? AND page_id = ?",
+    "pages_months": "SELECT page_id, month, revisions FROM {ks}.page_months WHERE wiki = ? AND page_id IN ?",
     "page_total": "UPDATE {ks}.pages USING TIMESTAMP ? SET revisions = ? WHERE wiki = ? AND page_id = ?",
     "page_first": "UPDATE {ks}.pages USING TIMESTAMP ? SET first_month = ? WHERE wiki = ? AND page_id = ?",
     "page_latest": "UPDATE {ks}.pages USING TIMESTAMP ? SET ns = ?, title = ?, latest_rev_id = ?, "
@@ -153,74 +158,115 @@ class CassandraRevisionStore:
     # -- writing -------------------------------------------------------------------------------
 
     def write(self, revisions: Sequence[Revision]) -> None:
-        if not revisions:
+        if revisions:
+            one_page(revisions)
+            self.write_pages([revisions])
+
+    def write_pages(self, pages: Iterable[Sequence[Revision]]) -> None:
+        """Several pages in one round of each step: their rows grouped into shared batches, then one
+        round of month counts, page totals and pointers for all of them."""
+        rows = page_rows(pages)
+        if not rows:
             return
-        wiki, page_id = one_page(revisions)
         try:
-            self._write(wiki, page_id, revisions)
+            self._write(rows)
         except _DRIVER_ERRORS as exc:
-            raise StoreError(f"writing {len(revisions)} revisions of {wiki} page {page_id} failed: {exc}") \
-                from exc
+            raise StoreError(f"writing {described(rows)} failed: {exc}") from exc
 
-    def _write(self, wiki: str, page_id: int, revisions: Sequence[Revision]) -> None:
+    def _write(self, pages: list[PageRows]) -> None:
         ps = self._ps
-        deltas = size_deltas(revisions, self._parent_sizes(wiki, missing_parents(revisions)))
-        latest = newest(revisions)
-        latest_us = pointer_timestamp_us(latest)
-
-        bodies, pointers = self._texts.prepare(wiki, page_id, revisions)
-        rows = [(ps["title"], (wiki, latest.title, page_id, latest.ns, latest_us))]
-        for r in revisions:
-            rows += self._row_statements(r, deltas[r.rev_id])
+        stored_sizes = self._parent_sizes({(p.wiki, parent) for p in pages for parent in missing_parents(p.revisions)})
+        latest = [newest(p.revisions) for p in pages]
+        bodies, pointers = self._texts.prepare(pages)
+        rows = []
+        for page, last in zip(pages, latest):
+            deltas = size_deltas(page.revisions, stored_sizes.get(page.wiki, {}))
+            rows.append((ps["title"], (page.wiki, last.title, page.page_id, last.ns, pointer_timestamp_us(last))))
+            for r in page.revisions:
+                rows += self._row_statements(r, deltas[r.rev_id])
         try:
             text_requests = batched(bodies, self._replicas)
             requests = batched(rows + pointers, self._replicas)
         except (TypeError, ValueError, struct.error) as exc:    # a value or key the driver cannot serialize
-            self._texts.forget(wiki, page_id)
-            raise StoreError(f"revisions of {wiki} page {page_id} cannot be stored: {exc}") from exc
+            self._texts.forget(pages)
+            raise StoreError(f"{described(pages)} cannot be stored: {exc}") from exc
         try:
             self._run(text_requests)            # bodies first: nothing may point at a missing blob
             self._run(requests)
         except StoreError:
-            self._texts.forget(wiki, page_id)
+            self._texts.forget(pages)
             raise
-        self._commit(wiki, page_id, revisions, latest, latest_us)
-        self._remember_size(wiki, latest)
+        self._commit(pages, latest)
+        for page, last in zip(pages, latest):
+            self._remember_size(page.wiki, last)
 
-    def _commit(self, wiki: str, page_id: int, revisions: Sequence[Revision], latest: Revision,
-                latest_us: int) -> None:
-        """Revision rows are durable: count the months they fell in and write each count with itself as
-        the write timestamp (the largest count wins); once those are acknowledged, read every month's
-        count, then write the page's total (same rule), its first month (the smallest wins) and, last,
-        the pointer that resume_point() reads."""
+    def _commit(self, pages: list[PageRows], latest: list[Revision]) -> None:
+        """Every page's revision rows are durable: count the months they fell in and write each count
+        with itself as the write timestamp (the largest count wins); once those are acknowledged, read
+        every month's count of each page, then write its total (same rule), its first month (the
+        smallest wins) and its pointer that resume_point() reads, together (one partition, one
+        mutation). Each step is one concurrent round for all the pages, reads naming many partitions."""
         ps = self._ps
-        months = sorted({month_of(r.timestamp) for r in revisions})
-        counts = self._run([(ps["count_month"], (wiki, page_id, m)) for m in months])
-        per_month = {m: rows.one()[0] for m, rows in zip(months, counts)}
-        self._session.execute(unlogged([(ps["page_month"], (wiki, page_id, m, n, n)) for m, n in per_month.items()]))
-        stored = {row.month: row.revisions for row in self._run([(ps["months"], (wiki, page_id))])[0]}
-        total, first = sum(stored.values()), min(stored)
-        self._session.execute(unlogged([
-            (ps["page_total"], (total, total, wiki, page_id)),
-            (ps["page_first"], (first_month_timestamp(first), first, wiki, page_id)),
-            (ps["page_latest"], (latest_us, latest.ns, latest.title, latest.rev_id, utc(latest.timestamp),
-                                 latest.size, wiki, page_id))]))
+        counts = self._month_counts(pages)
+        self._run(batched([(ps["page_month"], (wiki, page_id, month, n, n))
+                           for (wiki, page_id), months in counts.items() for month, n in months.items()],
+                          self._replicas))
+        stored = self._stored_months(pages)
+        statements = []
+        for page, last in zip(pages, latest):
+            per_month = stored[(page.wiki, page.page_id)]
+            total, first = sum(per_month.values()), min(per_month)
+            statements += [
+                (ps["page_total"], (total, total, page.wiki, page.page_id)),
+                (ps["page_first"], (first_month_timestamp(first), first, page.wiki, page.page_id)),
+                (ps["page_latest"], (pointer_timestamp_us(last), last.ns, last.title, last.rev_id,
+                                     utc(last.timestamp), last.size, page.wiki, page.page_id))]
+        self._run(batched(statements, self._replicas))
 
-    def _parent_sizes(self, wiki: str, parents: set[int]) -> dict[int, int]:
-        """Sizes of parent revisions stored by earlier writes: remembered for each page's newest
-        revision (the next batch's first parent), else read from revisions_by_id."""
-        sizes, unknown = {}, []
+    def _month_counts(self, pages: list[PageRows]) -> dict[tuple[str, int], Counter[int]]:
+        """(wiki, page_id) -> month -> stored revisions, for the months the pages' revisions fell in."""
+        wanted: dict[str, dict[int, set[int]]] = {}
+        for page in pages:
+            wanted.setdefault(page.wiki, {}).setdefault(page.page_id, set()).update(
+                month_of(r.timestamp) for r in page.revisions)
+        queries = [(self._ps["month_rows"], (wiki, page_ids, months))
+                   for wiki, of_wiki in wanted.items() for page_ids, months in cross_chunks(of_wiki)]
+        counts: dict[tuple[str, int], Counter[int]] = {(p.wiki, p.page_id): Counter() for p in pages}
+        for (_, (wiki, _, _)), rows in zip(queries, self._run(queries)):
+            for row in rows:
+                if row.month in wanted[wiki][row.page_id]:      # a cross product names other partitions too
+                    counts[(wiki, row.page_id)][row.month] += 1
+        return counts
+
+    def _stored_months(self, pages: list[PageRows]) -> dict[tuple[str, int], dict[int, int]]:
+        """(wiki, page_id) -> month -> the count page_months holds."""
+        page_ids: dict[str, list[int]] = {}
+        for page in pages:
+            page_ids.setdefault(page.wiki, []).append(page.page_id)
+        queries = [(self._ps["pages_months"], (wiki, list(part)))
+                   for wiki, ids in page_ids.items() for part in chunks(ids)]
+        stored: dict[tuple[str, int], dict[int, int]] = {(p.wiki, p.page_id): {} for p in pages}
+        for (_, (wiki, _)), rows in zip(queries, self._run(queries)):
+            for row in rows:
+                stored[(wiki, row.page_id)][row.month] = row.revisions
+        return stored
+
+    def _parent_sizes(self, parents: set[tuple[str, int]]) -> dict[str, dict[int, int]]:
+        """wiki -> rev_id -> size of parent revisions stored by earlier writes: remembered for each
+        page's newest revision (the next batch's first parent), else read from revisions_by_id."""
+        sizes: dict[str, dict[int, int]] = {}
+        unknown = []
         with self._sizes_lock:
-            for parent in sorted(parents):
+            for wiki, parent in sorted(parents):
                 size = self._sizes.pop((wiki, parent), None)      # its page's next write remembers anew
                 if size is None:
-                    unknown.append(parent)
+                    unknown.append((wiki, parent))
                 else:
-                    sizes[parent] = size
-        for parent, rows in zip(unknown, self._run([(self._ps["parent_size"], (wiki, p)) for p in unknown])):
+                    sizes.setdefault(wiki, {})[parent] = size
+        for (wiki, parent), rows in zip(unknown, self._run([(self._ps["parent_size"], key) for key in unknown])):
             row = rows.one()
             if row is not None:
-                sizes[parent] = row.size
+                sizes.setdefault(wiki, {})[parent] = row.size
         return sizes
 
     def _remember_size(self, wiki: str, latest: Revision) -> None:

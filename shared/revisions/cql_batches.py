@@ -46,14 +46,19 @@ def batched(statements: Sequence[tuple], replicas_of: ReplicasOf) -> list[tuple]
 
 
 def _pack(partitions: list[list[BoundStatement]]) -> list[tuple]:
-    """Greedy, largest partitions first: each batch within the limits above."""
+    """Greedy, largest partitions first: each batch within the limits above. A partition that fits
+    one batch is never split across two: its rows stay one mutation, applied together (a page's
+    count, first month and latest pointer, for one)."""
     out: list[tuple] = []
     rows: list[BoundStatement] = []
     keys, size = 0, 0
     for partition in partitions:
+        sizes = [_size(bound) for bound in partition]
+        if rows and not _fits(len(rows) + len(partition), keys + 1, size + sum(sizes)):
+            out.append(_request(rows))
+            rows, keys, size = [], 0, 0
         counted = False                 # is this partition among the current batch's `keys`?
-        for bound in partition:
-            row_size = _size(bound)
+        for bound, row_size in zip(partition, sizes):
             after = keys if counted else keys + 1
             if rows and not _fits(len(rows) + 1, after, size + row_size):
                 out.append(_request(rows))

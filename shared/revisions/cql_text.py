@@ -5,6 +5,8 @@ from collections import OrderedDict
 from typing import Callable, Sequence
 
 from shared.revisions.cql_batches import unlogged
+from shared.revisions.cql_in import chunks
+from shared.revisions.derived import PageRows
 from shared.revisions.model import Revision
 from shared.revisions.store import StoreError
 from shared.revisions.text_history import (
@@ -41,7 +43,7 @@ Run = Callable[[list[tuple]], list]
 
 
 class TextWriter:
-    """Plans and writes the texts of one page's revisions. `ps` holds TEXT_CQL prepared; `run` runs
+    """Plans and writes the texts of pages' revisions. `ps` holds TEXT_CQL prepared; `run` runs
     statements concurrently at the write level (the store's _run)."""
 
     def __init__(self, ps: dict, run: Run):
@@ -49,40 +51,61 @@ class TextWriter:
         self._run = run
         self._groups: OrderedDict[tuple[str, int], Group] = OrderedDict()
 
-    def prepare(self, wiki: str, page_id: int, revisions: Sequence[Revision]) -> tuple[list[tuple], list[tuple]]:
-        """(bodies, pointers): the statements to run before the revision rows (blobs, groups) and
-        with them (sha1 index and revision_text rows, which must never point at a missing blob)."""
-        with_text = sorted((r for r in revisions if r.content is not None), key=lambda r: (r.timestamp, r.rev_id))
-        if not with_text:
+    def prepare(self, pages: Sequence[PageRows]) -> tuple[list[tuple], list[tuple]]:
+        """(bodies, pointers) for every page: the statements to run before the revision rows (blobs,
+        groups) and with them (sha1 index and revision_text rows, which must never point at a missing
+        blob). The reads this needs run concurrently for all the pages."""
+        texts = [(page, _with_text(page.revisions)) for page in pages]
+        texts = [(page, revisions) for page, revisions in texts if revisions]
+        if not texts:
             return [], []
-        plan = plan_texts([TextInput(r.rev_id, r.content) for r in with_text if r.content is not None],
-                          self._known(wiki, page_id, with_text), self._group(wiki, page_id))
-        self._remember(wiki, page_id, plan.group)
-        return self._bodies(wiki, page_id, plan), self._pointers(wiki, page_id, plan, with_text)
+        known = self._known([(page, revisions) for page, revisions in texts])
+        groups = self._current_groups([page for page, _ in texts])
+        bodies: list[tuple] = []
+        pointers: list[tuple] = []
+        for (page, revisions), stored, group in zip(texts, known, groups):
+            plan = plan_texts([TextInput(r.rev_id, r.content) for r in revisions if r.content is not None],
+                              stored, group)
+            self._remember(page.wiki, page.page_id, plan.group)
+            bodies += self._bodies(page.wiki, page.page_id, plan)
+            pointers += self._pointers(page.wiki, page.page_id, plan, revisions)
+        return bodies, pointers
 
-    def forget(self, wiki: str, page_id: int) -> None:
-        """A failed write or a rebuilt group: read the page's group from storage next time."""
-        self._groups.pop((wiki, page_id), None)
+    def forget(self, pages: Sequence[PageRows]) -> None:
+        """A failed write or a rebuilt group: read these pages' groups from storage next time."""
+        for page in pages:
+            self._groups.pop((page.wiki, page.page_id), None)
 
-    def _known(self, wiki: str, page_id: int, revisions: list[Revision]) -> dict[str, tuple[int, int]]:
-        digests = sorted({digest(r.content) for r in revisions if r.content is not None})
-        chunks = [digests[i:i + _IN_LIMIT] for i in range(0, len(digests), _IN_LIMIT)]
-        results = self._run([(self._ps["text_known"], (wiki, page_id, chunk)) for chunk in chunks])
-        return {row.sha1: (row.grp, row.blob) for rows in results for row in rows}
+    def _known(self, texts: list[tuple[PageRows, list[Revision]]]) -> list[dict[str, tuple[int, int]]]:
+        """Per page, the digests of its texts already stored: sha1 -> (grp, blob)."""
+        queries, owner = [], []
+        for i, (page, revisions) in enumerate(texts):
+            digests = sorted({digest(r.content) for r in revisions if r.content is not None})
+            for chunk in chunks(digests, _IN_LIMIT):
+                queries.append((self._ps["text_known"], (page.wiki, page.page_id, chunk)))
+                owner.append(i)
+        known: list[dict[str, tuple[int, int]]] = [{} for _ in texts]
+        for i, rows in zip(owner, self._run(queries)):
+            known[i].update((row.sha1, (row.grp, row.blob)) for row in rows)
+        return known
 
-    def _group(self, wiki: str, page_id: int) -> Group | None:
-        cached = self._groups.get((wiki, page_id))
-        if cached is not None:
-            self._groups.move_to_end((wiki, page_id))
-            return cached
-        newest = self._run([(self._ps["text_newest_group"], (wiki, page_id))])[0].one()
-        if newest is None:
-            return None
-        rows = list(self._run([(self._ps["text_group_rows"], (wiki, page_id, newest.grp))])[0])
-        dictionary = next((row for row in rows if row.blob == DICTIONARY_BLOB and row.body), None)
-        if dictionary is None:
-            return None                 # emptied by revision deletion: the next text opens a group
-        return Group.from_dictionary(newest.grp, dictionary.body, sum(1 for row in rows if row.blob and row.body))
+    def _current_groups(self, pages: list[PageRows]) -> list[Group | None]:
+        """Per page, the group its next new text goes to: remembered, else read (newest group id, then
+        that group's rows), concurrently for the pages not remembered."""
+        groups: list[Group | None] = []
+        for page in pages:
+            cached = self._groups.get((page.wiki, page.page_id))
+            if cached is not None:
+                self._groups.move_to_end((page.wiki, page.page_id))
+            groups.append(cached)
+        unknown = [i for i, group in enumerate(groups) if group is None]
+        newest = self._run([(self._ps["text_newest_group"], (pages[i].wiki, pages[i].page_id)) for i in unknown])
+        found = [(i, row.grp) for i, row in ((i, rows.one()) for i, rows in zip(unknown, newest)) if row is not None]
+        members = self._run([(self._ps["text_group_rows"], (pages[i].wiki, pages[i].page_id, grp))
+                             for i, grp in found])
+        for (i, grp), rows in zip(found, members):
+            groups[i] = _group_of(grp, list(rows))
+        return groups
 
     def _remember(self, wiki: str, page_id: int, group: Group | None) -> None:
         if group is None:
@@ -107,6 +130,19 @@ class TextWriter:
         out += [(ps["text_pointer"], (wiki, p.rev_id, page_id, models[p.rev_id], p.sha1, p.grp, p.blob))
                 for p in plan.pointers]
         return out
+
+
+def _with_text(revisions: Sequence[Revision]) -> list[Revision]:
+    """The revisions that carry a text, oldest first (the order plan_texts takes)."""
+    return sorted((r for r in revisions if r.content is not None), key=lambda r: (r.timestamp, r.rev_id))
+
+
+def _group_of(grp: int, rows: list) -> Group | None:
+    """A stored group from its rows; None when revision deletion emptied it (the next text opens a group)."""
+    dictionary = next((row for row in rows if row.blob == DICTIONARY_BLOB and row.body), None)
+    if dictionary is None:
+        return None
+    return Group.from_dictionary(grp, dictionary.body, sum(1 for row in rows if row.blob and row.body))
 
 
 def read_text(ps: dict, read: Callable, wiki: str, rev_id: int) -> str | None:

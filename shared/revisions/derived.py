@@ -1,6 +1,7 @@
 """What both revision stores derive from revisions before writing: partition buckets, size deltas,
 the latest-pointer ordering and the content codec. Pure: no I/O."""
 import zlib
+from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from typing import Iterable, Mapping, Sequence
 
@@ -37,6 +38,33 @@ def one_page(revisions: Sequence[Revision]) -> tuple[str, int]:
     if len(keys) != 1:
         raise ValueError(f"revisions: one write must hold revisions of one page, got {sorted(keys)}")
     return keys.pop()
+
+
+@dataclass(frozen=True)
+class PageRows:
+    """The revisions of one page that one write stores."""
+    wiki: str
+    page_id: int
+    revisions: tuple[Revision, ...]
+
+
+def page_rows(pages: Iterable[Sequence[Revision]]) -> list[PageRows]:
+    """The pages of a multi-page write, in order of first appearance. Each sequence holds one page's
+    revisions (ValueError otherwise, as for a single write); a page given twice (a long history in
+    several parts) is written once with all its revisions, a repeated rev_id once; empty ones are dropped."""
+    merged: dict[tuple[str, int], dict[int, Revision]] = {}
+    for revisions in pages:
+        if revisions:
+            merged.setdefault(one_page(revisions), {}).update((r.rev_id, r) for r in revisions)
+    return [PageRows(wiki, page_id, tuple(revs.values())) for (wiki, page_id), revs in merged.items()]
+
+
+def described(pages: Sequence[PageRows]) -> str:
+    """What a failed write held, for its error message."""
+    revisions = sum(len(p.revisions) for p in pages)
+    if len(pages) == 1:
+        return f"{revisions} revisions of {pages[0].wiki} page {pages[0].page_id}"
+    return f"{revisions} revisions of {len(pages)} pages"
 
 
 def newest(revisions: Iterable[Revision]) -> Revision:

@@ -1,7 +1,8 @@
 """RevisionStore on one SQLite file: the embedded default when no Cassandra is configured.
 
 WAL mode and a busy timeout let several processes (spawns, the stats command) share the file; each
-write() is one IMMEDIATE transaction, so a page's totals and latest revision never run ahead of its rows.
+write() or write_pages() is one IMMEDIATE transaction, so a page's totals and latest revision never run ahead of
+its rows.
 """
 import json
 import os
@@ -11,8 +12,8 @@ from datetime import datetime, timezone
 from typing import Iterable, Iterator, Sequence
 
 from shared.revisions.derived import (
-    CONTENT_CODEC, EARLIEST, LATEST, compress_text, decompress_text, missing_parents, one_page, size_deltas,
-    utc)
+    CONTENT_CODEC, EARLIEST, LATEST, PageRows, compress_text, decompress_text, described, missing_parents,
+    one_page, page_rows, size_deltas, utc)
 from shared.revisions.model import PageState, ResumePoint, Revision
 from shared.revisions.store import StoreError
 from shared.sqlite_wal import enable_wal
@@ -128,27 +129,22 @@ class SQLiteRevisionStore:
     # -- writing -------------------------------------------------------------------------------
 
     def write(self, revisions: Sequence[Revision]) -> None:
-        if not revisions:
+        if revisions:
+            one_page(revisions)
+            self.write_pages([revisions])
+
+    def write_pages(self, pages: Iterable[Sequence[Revision]]) -> None:
+        """Several pages in one transaction: all of them are stored, or none."""
+        rows = page_rows(pages)
+        if not rows:
             return
-        wiki, page_id = one_page(revisions)
         conn = self._conn()
         try:
             with _transaction(conn):
-                parents = sorted(missing_parents(revisions))
-                marks = ", ".join("?" * len(parents))
-                stored_sizes = dict(conn.execute(
-                    f"SELECT rev_id, size FROM revisions WHERE wiki = ? AND rev_id IN ({marks})",
-                    (wiki, *parents))) if parents else {}
-                deltas = size_deltas(revisions, stored_sizes)
-                conn.executemany(_INSERT, [_row(r, deltas[r.rev_id]) for r in revisions])
-                conn.executemany(
-                    "INSERT OR REPLACE INTO revision_content (wiki, rev_id, codec, body) VALUES (?, ?, ?, ?)",
-                    [(r.wiki, r.rev_id, CONTENT_CODEC, compress_text(r.content))
-                     for r in revisions if r.content is not None])
-                conn.execute(_REFRESH_PAGE, (wiki, page_id))
+                for page in rows:
+                    _write_page(conn, page)
         except sqlite3.Error as exc:
-            raise StoreError(f"writing {len(revisions)} revisions of {wiki} page {page_id} failed: {exc}") \
-                from exc
+            raise StoreError(f"writing {described(rows)} failed: {exc}") from exc
 
     def hide_revision_fields(self, wiki: str, rev_id: int, *, text: bool = False, comment: bool = False,
                              user: bool = False) -> bool:
@@ -262,6 +258,21 @@ class _transaction:
                 raise
         self._conn.execute("ROLLBACK")
         return False
+
+
+def _write_page(conn: sqlite3.Connection, page: PageRows) -> None:
+    """One page's rows and content, then its page row recomputed from what is stored (same transaction)."""
+    revisions, wiki = page.revisions, page.wiki
+    parents = sorted(missing_parents(revisions))
+    marks = ", ".join("?" * len(parents))
+    stored_sizes = dict(conn.execute(f"SELECT rev_id, size FROM revisions WHERE wiki = ? AND rev_id IN ({marks})",
+                                     (wiki, *parents))) if parents else {}
+    deltas = size_deltas(revisions, stored_sizes)
+    conn.executemany(_INSERT, [_row(r, deltas[r.rev_id]) for r in revisions])
+    conn.executemany("INSERT OR REPLACE INTO revision_content (wiki, rev_id, codec, body) VALUES (?, ?, ?, ?)",
+                     [(r.wiki, r.rev_id, CONTENT_CODEC, compress_text(r.content))
+                      for r in revisions if r.content is not None])
+    conn.execute(_REFRESH_PAGE, (wiki, page.page_id))
 
 
 def _row(r: Revision, delta: int | None) -> tuple:

@@ -14,6 +14,13 @@ class RevisionStore(Protocol):
         """Store revisions of ONE page. Idempotent by (wiki, rev_id): a replay changes nothing.
         The page's resume point moves only after every row of the batch is durable."""
 
+    def write_pages(self, pages: Iterable[Sequence[Revision]]) -> None:
+        """Store several pages at once, each sequence the revisions of ONE page as write() takes them (a
+        page given twice is written once with all of them): the same rows, counts and pointers as one
+        write() per page, in fewer round trips. Idempotent likewise. No page's resume point or count
+        moves before every row of the call is durable, so after a failure replaying the call is safe and
+        completes it; when it returns, every page is durable."""
+
     def resume_point(self, wiki: str, page_id: int) -> ResumePoint | None:
         """Newest stored revision of a page, or None if nothing is stored."""
 

@@ -83,3 +83,14 @@ def test_a_multi_partition_batch_stays_under_the_size_warning():
             size = sum(cql_batches._size(BY_KEY.bind((key.decode(), 0, "y" * 700)))
                        for _, key in rows_of((statement, None)))
             assert size <= MAX_MULTI_PARTITION_BYTES
+
+
+def test_a_partition_that_fits_one_batch_is_never_split():
+    # three partitions of two ~770-byte rows: the third one's first row still fits under the size
+    # warning, its second would not, so it starts a batch of its own
+    statements = [(BY_KEY, (f"p{i}", j, "y" * 700)) for i in range(3) for j in range(2)]
+    requests = batched(statements, one_replica)
+    assert len(requests) == 2
+    for key in (b"p0", b"p1", b"p2"):
+        assert [rows_of(r).count((BY_KEY.query_id, key)) for r in requests if (BY_KEY.query_id, key) in rows_of(r)] \
+            == [2]

@@ -16,7 +16,7 @@ import responses
 
 from shared.revisions.sqlite_store import SQLiteRevisionStore
 from shared.revisions.store import StoreError
-from spawn.dump_ingest import Checkpoint, DumpIngest, DumpProgress, FileProgress, eta
+from spawn.dump_ingest import Checkpoint, DumpIngest, DumpProgress, FileProgress, eta, store_calls
 from spawn.dump_rows import (DumpCorrupt, DumpNotFound, DumpSchemaUnknown, DumpStalled, DumpWrongWiki, ExpectedSite,
                              check_schema, check_site, dump_size, sha1_hex,
                              user_name)
@@ -172,17 +172,18 @@ def test_rows_match_the_api_rows(tmp_path, store):
 
 
 class CrashingStore:
-    """Passes writes to a real store, then fails like a killed process after `allowed` writes."""
+    """Passes writes to a real store, then fails like a killed process after `allowed` write_pages calls."""
 
     def __init__(self, inner, allowed: int):
-        self.inner, self.allowed, self.written = inner, allowed, []
+        self.inner, self.allowed, self.written, self.calls = inner, allowed, [], []
 
-    def write(self, rows):
+    def write_pages(self, pages):
         if self.allowed == 0:
             raise KeyboardInterrupt("killed")
         self.allowed -= 1
-        self.inner.write(rows)
-        self.written.extend(r.rev_id for r in rows)
+        self.inner.write_pages(pages)
+        self.calls.append([len(rows) for rows in pages])
+        self.written.extend(r.rev_id for rows in pages for r in rows)
 
 
 def test_crash_resumes_without_losing_or_rewriting_finished_pages(tmp_path, store):
@@ -192,7 +193,7 @@ def test_crash_resumes_without_losing_or_rewriting_finished_pages(tmp_path, stor
         f.write_bytes(bz2.compress(dump_xml(pages(1 + 10 * i, 10)).encode()))
         files.append(f)
     crashing = CrashingStore(store, allowed=14)       # 10 pages of file 0, 4 of file 1, then the 15th write dies
-    first = ingest(files, crashing, tmp_path, checkpoint_every=0.0, writers=1)
+    first = ingest(files, crashing, tmp_path, checkpoint_every=0.0, writers=1, batch=3)
     with pytest.raises(KeyboardInterrupt):
         first.run()
     cp = Checkpoint(tmp_path / "cp.json")
@@ -213,18 +214,18 @@ class FailingPage:
     def __init__(self, inner, page_id: int):
         self.inner, self.page_id = inner, page_id
 
-    def write(self, rows):
-        if rows[0].page_id == self.page_id:
+    def write_pages(self, pages):
+        if any(rows[0].page_id == self.page_id for rows in pages):
             time.sleep(0.2)
             raise StoreError("disk full")
-        self.inner.write(rows)
+        self.inner.write_pages(pages)
 
 
 def test_concurrent_writes_checkpoint_only_the_leading_finished_pages(tmp_path, store):
     path = tmp_path / "d.xml"
     path.write_text(dump_xml(pages(1, 10)))
     with pytest.raises(StoreError, match="disk full"):
-        ingest([path], FailingPage(store, 5), tmp_path, writers=4, checkpoint_every=0.0).run()
+        ingest([path], FailingPage(store, 5), tmp_path, writers=4, checkpoint_every=0.0, batch=3).run()
     cp = Checkpoint(tmp_path / "cp.json").of(str(path))
     assert (cp.pages, cp.last_page_id, cp.done) == (4, 4, False)
     assert ingest([path], store, tmp_path).run()
@@ -236,9 +237,9 @@ def test_stop_between_pages_then_resume(tmp_path, store):
     path.write_text(dump_xml(pages(1, 10)))
     stop = threading.Event()
     stopping = CrashingStore(store, allowed=-1)
-    original = stopping.write
-    stopping.write = lambda rows: (stop.set(), original(rows))  # type: ignore[method-assign]
-    run = ingest([path], stopping, tmp_path, writers=1, stop=stop)
+    original = stopping.write_pages
+    stopping.write_pages = lambda pages: (stop.set(), original(pages))  # type: ignore[method-assign]
+    run = ingest([path], stopping, tmp_path, writers=1, stop=stop, batch=3)
     assert run.run() is False
     assert run.progress.files[0].state == "stopped" and run.progress.files[0].pages_written == 1
     assert Checkpoint(tmp_path / "cp.json").of(str(path)).pages == 1
@@ -262,7 +263,7 @@ def test_truncated_file_keeps_the_pages_before(tmp_path, store, kind, cut):
     data = {"gz": gzip.compress, "bz2": lambda b: bz2.compress(b, 1), "xml": lambda b: b}[kind](raw)
     path = tmp_path / f"d.xml.{kind}" if kind != "xml" else tmp_path / "d.xml"
     path.write_bytes(data[:int(len(data) * cut)])
-    run = ingest([path], store, tmp_path, checkpoint_every=0.0)
+    run = ingest([path], store, tmp_path, checkpoint_every=0.0, batch=30)
     with pytest.raises(DumpCorrupt):
         run.run()
     done = Checkpoint(tmp_path / "cp.json").of(str(path))
@@ -324,11 +325,32 @@ def test_long_history_written_in_store_batches(tmp_path, store):
     path = tmp_path / "d.xml"
     path.write_text(dump_xml(page_xml(1, 12)))
     counting = CrashingStore(store, allowed=-1)
-    writes: list[int] = []
-    original = counting.write
-    counting.write = lambda rows: (writes.append(len(rows)), original(rows))  # type: ignore[method-assign]
     assert ingest([path], counting, tmp_path, batch=5).run()
-    assert writes == [5, 5, 2]
+    assert counting.calls == [[5], [5], [2]]
+
+
+def test_small_pages_are_written_together_up_to_the_batch(tmp_path, store):
+    path = tmp_path / "d.xml"
+    path.write_text(dump_xml(pages(1, 3, revisions=2) + page_xml(4, 7) + pages(5, 4, revisions=1)))
+    counting = CrashingStore(store, allowed=-1)
+    run = ingest([path], counting, tmp_path, batch=5, writers=1)
+    assert run.run()
+    # whole pages while they fit; the long page alone, in parts; the rest together
+    assert counting.calls == [[2, 2], [2], [5], [2], [1, 1, 1, 1]]
+    assert run.progress.files[0].pages_written == 8
+    assert len(list(store.revisions(WIKI))) == 17
+
+
+@pytest.mark.parametrize("sizes, batch, calls", [
+    ([3, 2], 5, [[3, 2]]),
+    ([7], 5, [[5], [2]]),
+    ([10], 5, [[5], [5]]),
+    ([5], 5, [[5]]),
+    ([1], 5, [[1]]),
+])
+def test_store_calls(sizes, batch, calls):
+    group = [[object()] * n for n in sizes]
+    assert [[len(rows) for rows in call] for call in store_calls(group, batch)] == calls  # type: ignore[arg-type]
 
 
 def test_checkpoint_is_replaced_atomically(tmp_path):
