@@ -35,9 +35,9 @@ from shared.revisions.store import RevisionStore
 from spawn.dump_rows import (DumpCorrupt, DumpError, ExpectedSite, check_schema, check_site, to_row)
 from spawn.dump_stream import Session, open_dump, translated
 
-BATCH = 1000                # revisions per store.write_pages(); a longer page history is written in several
+BATCH = 2000                # revisions per store.write_pages(); a longer page history is written in several
 CHECKPOINT_EVERY = 1.0      # seconds between checkpoint files; a crash re-writes at most this much
-WRITERS = 2                 # groups of pages written at once, while the main thread parses the next
+WRITERS = 1                 # groups of pages written at once, while the main thread parses the next
 
 
 @dataclass

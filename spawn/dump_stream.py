@@ -1,12 +1,15 @@
 """Open one dump file as a stream of decompressed bytes: an http(s) URL read with `requests` as it arrives (never
-saved to disk first) or a local path, plain, gzip or bzip2 by the name's ending. Counts the compressed bytes
-read and turns transport and decompression failures into the named errors of spawn.dump_rows."""
+saved to disk first) or a local path, plain, gzip or bzip2 by the name's ending, read and decompressed a few
+blocks ahead on a thread of its own. Counts the compressed bytes read and turns transport and decompression
+failures into the named errors of spawn.dump_rows."""
 from __future__ import annotations
 
 import bz2
 import gzip
 import io
 import os
+import queue
+import threading
 import zlib
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
@@ -19,6 +22,9 @@ from spawn.dump_rows import DumpCorrupt, DumpError, DumpNotFound, DumpStalled
 Session = requests.Session      # what callers pass in: the dump transport is this module's alone
 
 CHUNK = 1 << 16
+AHEAD = 8                   # decompressed blocks of AHEAD_BLOCK bytes held ready ahead of the parser
+AHEAD_BLOCK = 1 << 18
+STOP_WAIT_S = 5.0           # how long closing waits for the read-ahead thread to finish its current read
 
 
 class _Chunks(io.RawIOBase):
@@ -43,6 +49,64 @@ class _Chunks(io.RawIOBase):
         buffer[:n] = self._rest[:n]
         self._rest = self._rest[n:]
         return n
+
+
+class _ReadAhead(io.RawIOBase):
+    """Reads (and so decompresses and downloads) `source` on a thread of its own, a few blocks ahead of the
+    reader. bz2, zlib and socket reads release the interpreter lock while they work, so the parser and the store
+    writers (Python) run meanwhile instead of after. A failure of the thread is raised to the reader, in order."""
+
+    def __init__(self, source: io.BufferedIOBase):
+        self._queue: queue.Queue[bytes | BaseException] = queue.Queue(AHEAD)
+        self._stop = threading.Event()
+        self._block = memoryview(b"")
+        self._ended = False
+        self._thread = threading.Thread(target=self._fill, args=(source,), name="dump-read", daemon=True)
+        self._thread.start()
+
+    def _fill(self, source: io.BufferedIOBase) -> None:
+        try:
+            while not self._stop.is_set():
+                block = source.read(AHEAD_BLOCK)
+                self._put(block)
+                if not block:
+                    return
+        except BaseException as exc:        # handed to the reader, which raises it
+            self._put(exc)
+
+    def _put(self, item: bytes | BaseException) -> None:
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.1)
+                return
+            except queue.Full:
+                continue
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self._block:
+            if self._ended:
+                return 0
+            item = self._queue.get()
+            if isinstance(item, BaseException):
+                self._ended = True
+                raise item
+            if not item:
+                self._ended = True
+                return 0
+            self._block = memoryview(item)
+        n = min(len(buffer), len(self._block))
+        buffer[:n] = self._block[:n]
+        self._block = self._block[n:]
+        return n
+
+    def close(self) -> None:
+        """Stop reading ahead; waits for the thread's current read (a stalled one only STOP_WAIT_S)."""
+        self._stop.set()
+        self._thread.join(STOP_WAIT_S)
+        super().close()
 
 
 def compression(name: str) -> str:
@@ -114,8 +178,8 @@ def open_dump(source: str, http: requests.Session, counted: Callable[[int], None
         total = os.fstat(local.fileno()).st_size
         chunks = iter(lambda: local.read(CHUNK), b"")
     try:
-        with _decompressed(_Chunks(chunks, counted), compression(source)) as stream:
-            yield stream, total
+        with _decompressed(_Chunks(chunks, counted), compression(source)) as stream, _ReadAhead(stream) as ahead:
+            yield io.BufferedReader(ahead, CHUNK), total
     finally:
         if resp is not None:
             resp.close()

@@ -10,6 +10,8 @@ from typing import Callable, Hashable, Sequence
 
 from cassandra.query import BatchStatement, BatchType, BoundStatement
 
+from shared.revisions.cql_bind import Binder
+
 # Cassandra's defaults, kept in tools/cassandra/cassandra.yaml.in and production alike:
 # unlogged_batch_across_partitions_warn_threshold = 10, batch_size_warn_threshold = 5KiB. Both
 # only apply to batches over more than one partition; below them the server stays silent.
@@ -32,8 +34,9 @@ def batched(statements: Sequence[tuple], replicas_of: ReplicasOf) -> list[tuple]
     ((prepared, params) pairs), grouped. `replicas_of(routing_key)` names the replica set owning
     a partition, or None when unknown (then that partition is batched with no other)."""
     by_replicas: dict[Hashable, dict[tuple, list[BoundStatement]]] = {}
+    binder = Binder()
     for prepared, params in statements:
-        bound = prepared.bind(params)
+        bound = binder.bind(prepared, params)
         key = bound.routing_key
         replicas = replicas_of(key)
         partition = (prepared.query_id, key)

@@ -247,6 +247,24 @@ def test_stop_between_pages_then_resume(tmp_path, store):
     assert len(list(store.revisions(WIKI))) == 30
 
 
+def reading_ahead() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "dump-read" and t.is_alive()]
+
+
+def test_reading_ahead_ends_with_the_file_however_it_ends(tmp_path, store):
+    path = tmp_path / "d.xml.bz2"
+    path.write_bytes(bz2.compress(dump_xml(pages(1, 3000)).encode(), 1))   # several MB decompressed
+    stop = threading.Event()
+    stopping = CrashingStore(store, allowed=-1)
+    original = stopping.write_pages
+    stopping.write_pages = lambda pages: (stop.set(), original(pages))  # type: ignore[method-assign]
+    run = ingest([path], stopping, tmp_path, stop=stop, batch=30)
+    assert run.run() is False and run.progress.files[0].bytes_read < path.stat().st_size
+    assert reading_ahead() == []
+    assert ingest([path], store, tmp_path).run()
+    assert reading_ahead() == [] and len(list(store.revisions(WIKI))) == 9000
+
+
 def test_resume_refuses_a_changed_file(tmp_path, store):
     path = tmp_path / "d.xml"
     path.write_text(dump_xml(pages(1, 3)))
@@ -271,6 +289,7 @@ def test_truncated_file_keeps_the_pages_before(tmp_path, store, kind, cut):
     stored = {r.page_id for r in store.revisions(WIKI)}
     assert set(range(1, done.pages + 1)) <= stored
     assert run.progress.files[0].state == "failed" and "DumpCorrupt" in (run.progress.files[0].error or "")
+    assert reading_ahead() == []
 
 
 def test_corrupt_bzip2_is_named(tmp_path, store):
