@@ -4,6 +4,10 @@ bzip2 decompression, mwxml walking every revision. The files are the real Chamor
 (13,598 revisions) re-split into 4 bzip2 files by page range, served by the local nginx edge. The bare parse runs
 before and after the ingests; the ratio uses their mean.
 
+Beside the ingest itself, three runs show where its time goes: the ingest with its rows discarded (reading only),
+the same rows stored with no parsing (write_pages alone, as the ingest groups them) and the ingest through one
+write() per page (the path before write_pages, on 4 writer threads as it ran).
+
     .venv/bin/python -m bench.dump_ingest [--parts 4]
 
 Uses a throwaway keyspace, dropped at the end. Not a test: numbers depend on the machine and its load.
@@ -12,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import bz2
+import dataclasses
 import resource
 import shutil
 import tempfile
@@ -24,7 +29,8 @@ import requests
 
 from bench.common import ROOT, USER_AGENT, cassandra_cpu, cassandra_keyspace, heading, table, verdict
 from shared.revisions.cassandra_store import CassandraRevisionStore
-from spawn.dump_ingest import Checkpoint, DumpIngest
+from shared.revisions.model import Revision
+from spawn.dump_ingest import BATCH, Checkpoint, DumpIngest
 from spawn.dump_rows import ExpectedSite
 from tests.support.dumps import split_pages, unpack_chwiki
 
@@ -58,6 +64,27 @@ def bare_parse(http: requests.Session, urls: list[str]) -> tuple[int, float]:
     return revisions, time.perf_counter() - started
 
 
+class Discarding:
+    """A store that keeps the groups it is given in memory and writes nothing."""
+
+    def __init__(self) -> None:
+        self.groups: list[list[list[Revision]]] = []
+
+    def write_pages(self, pages: list[list[Revision]]) -> None:
+        self.groups.append(pages)
+
+
+class PagePerWrite:
+    """The path before write_pages: one store.write() per page."""
+
+    def __init__(self, store: CassandraRevisionStore):
+        self.store = store
+
+    def write_pages(self, pages: list[list[Revision]]) -> None:
+        for rows in pages:
+            self.store.write(rows)
+
+
 def publish(parts: int) -> tuple[Path, list[str]]:
     work = Path(tempfile.mkdtemp(prefix="bw-dump-bench-"))
     try:
@@ -88,17 +115,31 @@ def main() -> None:
         first = bare_parse(http, urls)
         first_cpu = seconds_of(cpu, None)[0]
         runs = []
+
+        def ingest(label: str, store, wiki: str, **options) -> None:
+            with tempfile.TemporaryDirectory() as state:
+                run = DumpIngest(urls, wiki=wiki, store=store, checkpoint=Checkpoint(Path(state) / "cp.json"),
+                                 http=http, expected=ExpectedSite(dbname="chwiki"), **options)
+                started, cpu, server = time.perf_counter(), client_cpu(), cassandra_cpu()
+                run.run()
+                runs.append((label, run.progress.totals()["revisions_read"], time.perf_counter() - started,
+                             *seconds_of(cpu, server)))
+        discarded = Discarding()
+        ingest("dump_ingest, rows discarded (reading only)", discarded, "ch-r.wikipedia.org")
         with cassandra_keyspace("bw_bench_dump") as (session, keyspace):
             store = CassandraRevisionStore(session, keyspace)
-            for label, content in (("metadata", False), ("with content", True)):
-                with tempfile.TemporaryDirectory() as state:
-                    ingest = DumpIngest(urls, wiki=f"ch-{label[0]}.wikipedia.org", store=store,
-                                        checkpoint=Checkpoint(Path(state) / "cp.json"), http=http,
-                                        expected=ExpectedSite(dbname="chwiki"), content=content)
-                    started, cpu, server = time.perf_counter(), client_cpu(), cassandra_cpu()
-                    ingest.run()
-                    runs.append((label, ingest.progress.totals()["revisions_written"],
-                                 time.perf_counter() - started, *seconds_of(cpu, server)))
+            ingest("dump_ingest into Cassandra, metadata", store, "ch-m.wikipedia.org")
+            ingest("dump_ingest into Cassandra, with content", store, "ch-w.wikipedia.org", content=True)
+            groups = [[[dataclasses.replace(r, wiki="ch-s.wikipedia.org") for r in rows] for rows in group]
+                      for group in discarded.groups]
+            started, cpu, server = time.perf_counter(), client_cpu(), cassandra_cpu()
+            for group in groups:                # the ingest's own groups, on one thread as its one writer
+                store.write_pages(group)
+            runs.append((f"write_pages alone, the same rows (no parsing; groups of {BATCH:,})",
+                         sum(len(rows) for group in groups for rows in group),
+                         time.perf_counter() - started, *seconds_of(cpu, server)))
+            ingest("dump_ingest into Cassandra, one write() per page (before)", PagePerWrite(store),
+                   "ch-p.wikipedia.org", writers=4, batch=500)
             store.close()
         cpu = client_cpu()
         second = bare_parse(http, urls)
@@ -109,11 +150,12 @@ def main() -> None:
     rows.append(("bare mwxml parse (before)", f"{first[0]:,}", f"{first[1]:.1f}", f"{first[0] / first[1]:,.0f}",
                  first_cpu, "-", "100 %"))
     for label, n, seconds, cpu_s, server_s in runs:
-        rows.append((f"dump_ingest into Cassandra, {label}", f"{n:,}", f"{seconds:.1f}", f"{n / seconds:,.0f}",
+        rows.append((label, f"{n:,}", f"{seconds:.1f}", f"{n / seconds:,.0f}",
                      cpu_s, server_s, f"{n / seconds / bare_rate:.0%}"))
     rows.append(("bare mwxml parse (after)", f"{second[0]:,}", f"{second[1]:.1f}", f"{second[0] / second[1]:,.0f}",
                  second_cpu, "-", "100 %"))
-    ratio = runs[0][1] / runs[0][2] / bare_rate
+    ingested = next(run for run in runs if run[0].endswith(", metadata"))
+    ratio = ingested[1] / ingested[2] / bare_rate
     print(heading(11, "Dump ingest: revisions/s from XML dumps into Cassandra"))
     print(f"The Chamorro Wikipedia full-history dump ({first[0]:,} revisions) in {args.parts} bzip2 files "
           f"({size / 1e6:.1f} MB) streamed from the local nginx edge; a throwaway keyspace (replication 1).\n")
