@@ -146,14 +146,14 @@ def test_split_dump_into_sqlite(published, edge, tmp_path, kind):
 
 
 def test_kill_in_the_middle_and_resume(published, edge, tmp_path):
-    """A real process killed with SIGKILL during the second file; the restart writes only the pages after
-    the checkpoint and the store ends equal to the dump."""
+    """A real process killed with SIGKILL during the second file (groups of 100 revisions, so that the kill
+    lands mid-file); the restart writes only the pages after the checkpoint and the store ends equal to the dump."""
     urls = [published["urls"][f"bz2{i}"] for i in range(1, PARTS + 1)]
     db, cp = tmp_path / "r.db", tmp_path / "cp.json"
     log = tmp_path / "stderr.log"
     with open(log, "wb") as err:
         proc = subprocess.Popen([sys.executable, "-m", "spawn.dump_ingest", "--wiki", WIKI, "--checkpoint", str(cp),
-                                 "--sqlite", str(db), "--dbname", "chwiki", "--checkpoint-every", "0",
+                                 "--sqlite", str(db), "--dbname", "chwiki", "--checkpoint-every", "0", "--batch", "100",
                                  "--user-agent", edge.user_agent, *urls], cwd=ROOT, stderr=err)
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline and proc.poll() is None:
@@ -196,7 +196,7 @@ def test_bad_dumps_fail_clearly_and_keep_what_was_written(published, edge, tmp_p
             ingest([urls["missing"]], store, tmp_path / "a.json", edge).run()
 
         run = ingest([urls["gz1"], urls["truncated2.xml.gz"]], store, tmp_path / "b.json", edge,
-                     checkpoint_every=0.0)
+                     checkpoint_every=0.0, batch=100)
         with pytest.raises(DumpCorrupt, match="truncated"):
             run.run()
         first = {int(p) for p in _gz_page_ids(published["dir"] / Path(urls["gz1"]).name)}
