@@ -373,6 +373,9 @@ class IdentityUse:
     pause_reason: str | None = None
     auth_error: str | None = None
     needs_login: bool = False       # a source waits for this node's session with the credential
+    # the node gave back its windows of every Budget gen up to this one: it had nothing to ask and starts
+    # no request under them, so the hub may cut its holds and hand the slot time on
+    released_gen: int | None = None
 
     def to_dict(self) -> dict:
         body = asdict(self)
@@ -390,7 +393,8 @@ class IdentityUse:
                    paused_until=_number_or(body, "paused_until", None),
                    pause_reason=_req(body, "pause_reason", str, optional=True),
                    auth_error=_req(body, "auth_error", str, optional=True),
-                   needs_login=_req(body, "needs_login", bool, optional=True, default=False))
+                   needs_login=_req(body, "needs_login", bool, optional=True, default=False),
+                   released_gen=_count_or(body, "released_gen", None, minimum=1))
 
 
 def _keyed(body: dict, name: str, parse) -> dict:

@@ -85,6 +85,18 @@ def gate(budget: Budget | None, local: Local, now: float, skew: float, identity:
                 if wait < math.inf else f"waiting for the upstream budget of {identity}")
 
 
+def may_release(budget: Budget | None, local: Local, now: float, skew: float, *, waiting: bool,
+                idle_s: float) -> bool:
+    """Whether this node gives its windows back now: it holds a window that is open or still to come, and
+    nobody waits, nothing is in flight and no request started for `idle_s`. Until a newer Budget it starts
+    no request under them; the hub cuts its holds when it reads that and hands the slot time on."""
+    if budget is None or waiting or local.in_flight > 0:
+        return False
+    if local.last_start is not None and now - local.last_start < idle_s:
+        return False
+    return any(now < w.end + skew for w in budget.windows)
+
+
 @dataclass(frozen=True)
 class Ticket:
     """A source waiting for a request slot: its lane, its tenants, and its place in line."""

@@ -9,7 +9,7 @@ import itertools
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Iterator, Mapping
 
 from shared.wire import Budget, IdentityUse
@@ -20,6 +20,9 @@ from spawn.host_limiter import Cancelled
 __all__ = ["BACKFILL", "FRESH", "Demand", "IdentityBudget", "Permit", "UpstreamBudgets"]
 
 MAX_WAIT_S = 0.5        # waiters look at their cancel event at least this often
+# a node idle this long, with nobody waiting, gives its windows back in its next report: a source between
+# two requests (writing what it fetched) asks again well within it
+RELEASE_IDLE_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,7 @@ class IdentityBudget:
         self.busy_s = 0.0
         self._login_waiting: dict[int, rules.Ticket] = {}    # sources waiting for this node's turn to log in
         self._budget_waiting: dict[int, rules.Ticket] = {}   # sources waiting for a first Budget
+        self._released_gen: int | None = None                # windows given back up to this Budget gen
 
     # -- from the hub ------------------------------------------------------------------------
     def apply(self, budget: Budget) -> bool:
@@ -67,6 +71,8 @@ class IdentityBudget:
                 return False
             if self._local.auth_error is not None and budget.gen > self._auth_gen:
                 self._set(auth_error=None)
+            if self._released_gen is not None and budget.gen > self._released_gen:
+                self._released_gen = None
             self.budget = budget
             self._cond.notify_all()
             return True
@@ -173,7 +179,7 @@ class IdentityBudget:
                     if cancel is not None and cancel.is_set():
                         raise Cancelled()
                     now = self._clock()
-                    gate = rules.gate(self.budget, self._local, now, self.skew_s, self.identity)
+                    gate = rules.gate(self._usable(), self._local, now, self.skew_s, self.identity)
                     weights = self.budget.weights if self.budget else {}
                     if gate.granted and rules.pick(self._waiting.values(), self._served, weights) is ticket:
                         break
@@ -207,6 +213,13 @@ class IdentityBudget:
             self._set(in_flight=self._local.in_flight - 1, cooling=cooling)
             self._cond.notify_all()
 
+    def _usable(self) -> Budget | None:
+        """The Budget requests may start under: its windows are gone once given back."""
+        budget = self.budget
+        if budget is not None and self._released_gen is not None and budget.gen <= self._released_gen:
+            return replace(budget, windows=())
+        return budget
+
     def _set(self, **changes) -> None:
         self._local = rules.Local(**{**self._local.__dict__, **changes})
 
@@ -216,13 +229,19 @@ class IdentityBudget:
             # a source waiting to log in wants requests too: the hub gives the turn to a node with demand
             fresh, backfill = rules.demand([*self._waiting.values(), *self._login_waiting.values(),
                                             *self._budget_waiting.values()])
+            now = self._clock()
+            waiting = bool(self._waiting or self._login_waiting or self._budget_waiting)
+            if rules.may_release(self.budget, self._local, now, self.skew_s, waiting=waiting, idle_s=RELEASE_IDLE_S):
+                assert self.budget is not None
+                self._released_gen = self.budget.gen
             paused = self._local.paused_until
-            live = paused is not None and paused > self._clock()
+            live = paused is not None and paused > now
             return IdentityUse(gen=self.gen, fresh=fresh, backfill=backfill, requests=self.requests,
                                throttled=self.throttled, busy_s=round(self.busy_s, 3),
                                paused_until=paused if live else None,
                                pause_reason=self.pause_reason if live else None,
-                               auth_error=self._local.auth_error, needs_login=bool(self._login_waiting))
+                               auth_error=self._local.auth_error, needs_login=bool(self._login_waiting),
+                               released_gen=self._released_gen)
 
 
 class UpstreamBudgets:

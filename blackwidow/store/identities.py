@@ -106,6 +106,10 @@ def save(session: Session, snapshot: UpstreamSnapshot, plans: Mapping[str, Plan]
             session.execute(sa.delete(IdentityWindow).where(
                 IdentityWindow.identity_id == identity_id, IdentityWindow.slot == h.slot,
                 IdentityWindow.start_s == h.start))
+        for h in plan.cuts:         # given back by its node: the only way a hold ever gets shorter
+            session.execute(sa.update(IdentityWindow).where(
+                IdentityWindow.identity_id == identity_id, IdentityWindow.slot == h.slot,
+                IdentityWindow.start_s == h.start).values(end_s=h.end, gen=h.gen))
         for h in plan.writes:
             row = session.get(IdentityWindow, (identity_id, h.slot, h.start))
             if row is None:

@@ -36,6 +36,7 @@ class Demand:
     """A node's IdentityUse lanes: sources waiting, per tenant."""
     fresh: Mapping[str, int] = field(default_factory=dict)
     backfill: Mapping[str, int] = field(default_factory=dict)
+    released_gen: int | None = None    # the node gave back its holds written up to this gen
 
     @property
     def sources(self) -> int:
@@ -62,9 +63,10 @@ class IdentityState:
 class Plan:
     gen: int                                 # the identity's generation for this tick's budgets
     writes: tuple[Hold, ...]                 # new holds and extended ones (key: slot, start)
-    drops: tuple[Hold, ...]                  # holds ended more than cycle_s ago
+    drops: tuple[Hold, ...]                  # holds ended more than cycle_s ago, and given back before they began
     budgets: dict[str, Budget]               # by node id
     targets: dict[str, float]                # each node's share of slot-time (for operators)
+    cuts: tuple[Hold, ...] = ()              # holds given back while they ran: their new, earlier end
 
 
 def pause_jitter(node: str, p: Params) -> float:
@@ -114,7 +116,7 @@ def allocate(state: IdentityState, demand: Mapping[str, Demand], weights: Mappin
     per_slot = rate / limits.in_flight
     shares = tenant_shares(demand, weights)
     targets = {node: sum(s.values()) for node, s in shares.items()}
-    holds = list(state.holds)
+    holds, cuts, given_back = released(state.holds, demand, now)
     # holds written under other limits (a lowered in_flight or rate): nothing new starts before they end
     barrier = max((h.end + p.handover_s for h in holds if h.slot >= limits.in_flight
                    or h.rate_per_s > per_slot + EPS), default=-math.inf)
@@ -156,15 +158,37 @@ def allocate(state: IdentityState, demand: Mapping[str, Demand], weights: Mappin
     current = [h for h in holds if h.end > now and h.end > barrier - p.handover_s + EPS]
     if writes and violations(current, limits.in_flight, rate, p.handover_s):
         # never reached by construction; if it were, granting nothing new is always safe
-        return _plan(state, tuple(state.holds), {}, demand, shares, targets, now, p)
-    return _plan(state, tuple(holds), writes, demand, shares, targets, now, p)
+        return _plan(state, tuple(state.holds), {}, (), (), demand, shares, targets, now, p)
+    # a hold given back and granted again in this plan (same slot and start): the write stands
+    cuts = tuple(c for c in cuts if (c.slot, c.start) not in writes)
+    given_back = tuple(h for h in given_back if (h.slot, h.start) not in writes)
+    return _plan(state, tuple(holds), writes, cuts, given_back, demand, shares, targets, now, p)
+
+
+def released(holds: Sequence[Hold], demand: Mapping[str, Demand], now: float
+             ) -> tuple[list[Hold], tuple[Hold, ...], tuple[Hold, ...]]:
+    """(holds, cuts, dropped): the holds after the nodes' give-backs. A node that gave back its holds up to
+    a gen starts no request under them from the moment it reported, which was before `now`: a running one
+    ends at `now`, one still to come goes. Holds written after that gen were not in its report: they stay."""
+    out, cuts, dropped = [], [], []
+    for h in holds:
+        gen = demand[h.node].released_gen if h.node in demand else None
+        if gen is None or h.gen > gen or h.end <= now:
+            out.append(h)
+        elif h.start < now:
+            cut = replace(h, end=now)
+            out.append(cut)
+            cuts.append(cut)
+        else:
+            dropped.append(h)
+    return out, tuple(cuts), tuple(dropped)
 
 
 def _plan(state: IdentityState, holds: Sequence[Hold], writes: Mapping[tuple[int, float], Hold],
-          demand: Mapping[str, Demand], shares: Mapping[str, Mapping[str, float]], targets: dict[str, float],
-          now: float, p: Params) -> Plan:
+          cuts: Sequence[Hold], given_back: Sequence[Hold], demand: Mapping[str, Demand],
+          shares: Mapping[str, Mapping[str, float]], targets: dict[str, float], now: float, p: Params) -> Plan:
     gen = state.gen + 1
-    drops = tuple(h for h in holds if h.end < now - p.cycle_s)
+    drops = tuple(h for h in holds if h.end < now - p.cycle_s) + tuple(given_back)
     nodes = sorted({*demand, *(h.node for h in holds if h.end > now)})
     limits = state.limits
     pause = state.paused_until if state.paused_until is not None and state.paused_until > now else None
@@ -176,4 +200,4 @@ def _plan(state: IdentityState, holds: Sequence[Hold], writes: Mapping[tuple[int
                      weights=dict(shares.get(node, {})))
         for node in nodes}
     return Plan(gen=gen, writes=tuple(replace(h, gen=gen) for h in writes.values()), drops=drops,
-                budgets=budgets, targets=targets)
+                budgets=budgets, targets=targets, cuts=tuple(replace(h, gen=gen) for h in cuts))

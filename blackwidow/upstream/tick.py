@@ -33,7 +33,8 @@ def demand_of(uses: Mapping[str, Mapping[str, IdentityUse]], live_nodes: Iterabl
     out: dict[str, dict[str, Demand]] = {}
     for node in live_nodes:
         for identity_id, use in uses.get(node, {}).items():
-            out.setdefault(identity_id, {})[node] = Demand(fresh=dict(use.fresh), backfill=dict(use.backfill))
+            out.setdefault(identity_id, {})[node] = Demand(fresh=dict(use.fresh), backfill=dict(use.backfill),
+                                                           released_gen=use.released_gen)
     return out
 
 

@@ -1,7 +1,8 @@
 """blackwidow.upstream.allocate: one identity's slots handed out to nodes as windows, rule by rule."""
 import pytest
 
-from blackwidow.upstream.allocate import Demand, IdentityState, Params, allocate, pause_jitter, tenant_shares
+from blackwidow.upstream.allocate import (Demand, IdentityState, Params, allocate, pause_jitter, released,
+                                          tenant_shares)
 from blackwidow.upstream.limits import Limits, binding_rate, default_limits
 from blackwidow.upstream.slots import Hold, node_windows, violations
 from shared.wire import Window
@@ -88,6 +89,29 @@ def test_the_holder_keeps_its_slot_while_it_is_within_keep_s_of_the_node_furthes
     (hold,) = plan.writes
     assert hold.node == next_holder
     assert hold.start == (NOW + 2 - held_s if next_holder == "a" else NOW + 2 + P.handover_s)
+
+
+def test_released_holds_end_at_once_and_holds_still_to_come_go():
+    running, coming = Hold(0, "a", NOW - 5, NOW + 10, R, 7), Hold(1, "a", NOW + 2, NOW + 17, R, 7)
+    newer, other = Hold(2, "a", NOW - 1, NOW + 14, R, 8), Hold(3, "b", NOW - 5, NOW + 10, R, 7)
+    ended = Hold(0, "a", NOW - 30, NOW - 10, R, 6)
+    holds, cuts, dropped = released([running, coming, newer, other, ended], {
+        "a": Demand(released_gen=7), "b": Demand(backfill={"t": 1})}, NOW)
+    assert cuts == (Hold(0, "a", NOW - 5, NOW, R, 7),)
+    assert dropped == (coming,)
+    # a hold written after the gen the node gave back was not in its report: it stays
+    assert holds == [cuts[0], newer, other, ended]
+
+
+def test_a_slot_given_back_goes_to_the_next_node_one_handover_gap_later():
+    held = Hold(0, "a", NOW - 5, NOW + 10, R, 7)
+    plan = allocate(state([held]), {"a": Demand(released_gen=7), "b": BACKFILL}, {}, NOW, P)
+    assert plan.cuts == (Hold(0, "a", NOW - 5, NOW, R, 8),)
+    assert [(h.node, h.start) for h in plan.writes] == [("b", NOW + P.handover_s)]
+    assert plan.budgets["a"].windows == ()
+    # without the give-back, b waits for the end of a's hold
+    plan = allocate(state([held]), {"a": Demand(), "b": BACKFILL}, {}, NOW, P)
+    assert plan.writes == () and plan.cuts == ()
 
 
 def test_freshness_demand_goes_first_however_large_the_backfill():

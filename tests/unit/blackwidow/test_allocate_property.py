@@ -25,7 +25,15 @@ class Sim:
     store: dict = field(default_factory=dict)       # (slot, start) -> Hold: the hub database
     written: dict = field(default_factory=dict)     # every hold ever written, newest version
     received: dict = field(default_factory=dict)    # node -> newest Budget it applied
-    sent: list = field(default_factory=list)        # (node, Window) ever applied by a node
+    sent: list = field(default_factory=list)        # (node, Window, gen) ever applied by a node
+    released: dict = field(default_factory=dict)    # node -> the Budget gen it gave back, while it reports it
+    give_backs: list = field(default_factory=list)  # (node, gen, time): it starts nothing under gen <= gen after time
+
+    def give_back(self, node: str) -> None:
+        """The node reports it gave back its windows (hub-side: known from now on)."""
+        if node not in self.released and node in self.received:
+            self.released[node] = self.received[node].gen
+            self.give_backs.append((node, self.received[node].gen, self.now))
 
     def tick(self, demand: dict, weights: dict, *, crash: bool = False, lost: frozenset = frozenset()) -> None:
         state = IdentityState("w.example.org", self.limits, self.gen, self.paused_until, tuple(self.store.values()))
@@ -36,23 +44,34 @@ class Sim:
                 assert h.start >= self.paused_until or (old is not None and old.end >= self.paused_until)
         if not crash:                                # write ahead, then poll
             self.gen = plan.gen
-            for h in plan.writes:
-                self.store[(h.slot, h.start)] = self.written[(h.slot, h.start)] = h
-            for h in plan.drops:
+            for h in plan.drops:                     # in the order blackwidow.store.identities.save uses
                 del self.store[(h.slot, h.start)]
+                if h.end > self.now:                 # given back before it began: void
+                    del self.written[(h.slot, h.start)]
+            for h in plan.cuts + plan.writes:
+                self.store[(h.slot, h.start)] = self.written[(h.slot, h.start)] = h
             for node, budget in plan.budgets.items():
                 if node in lost:
                     continue
                 old = self.received.get(node)
                 assert old is None or budget.gen > old.gen
                 self.received[node] = budget
-                self.sent += [(node, w) for w in budget.windows]
+                if budget.gen > self.released.get(node, budget.gen):
+                    del self.released[node]
+                self.sent += [(node, w, budget.gen) for w in budget.windows]
         self.now += POLL_S
 
     def check_safe(self) -> None:
         rate = binding_rate(self.limits)
         assert violations(list(self.written.values()), self.limits.in_flight, rate, P.handover_s) == []
-        assert edge_violations(set(self.sent), self.limits.in_flight, rate, P.handover_s) == []
+        assert edge_violations(set(self.used()), self.limits.in_flight, rate, P.handover_s) == []
+
+    def used(self):
+        """The windows as nodes may use them: a window given back ends when its node said so."""
+        for node, w, gen in self.sent:
+            end = min([t for n, g, t in self.give_backs if n == node and gen <= g], default=w.end)
+            if end > w.start:
+                yield node, Window(w.start, min(w.end, end), w.slots, w.rate_per_s)
 
     def slot_seconds(self, lo: float, hi: float) -> dict[str, float]:
         out: dict[str, float] = {}
@@ -61,13 +80,16 @@ class Sim:
         return out
 
 
-def _random_demand(rng: random.Random, nodes: list[str]) -> dict[str, Demand]:
+def _random_demand(rng: random.Random, nodes: list[str], sim: Sim) -> dict[str, Demand]:
     out = {}
     for node in nodes:
         if rng.random() < 0.15:
             continue                                  # did not answer: its demand is not known this tick
+        if rng.random() < 0.1:
+            sim.give_back(node)                       # idle for a moment: it gives its windows back
         out[node] = Demand(fresh={t: rng.choice([0, 0, 0, 1]) for t in ("t1", "t2")},
-                           backfill={t: rng.choice([0, 1, 3, 50]) for t in ("t1", "t2", "t3")})
+                           backfill={t: rng.choice([0, 1, 3, 50]) for t in ("t1", "t2", "t3")},
+                           released_gen=sim.released.get(node))
     return out
 
 
@@ -87,7 +109,7 @@ def test_random_ticks_keep_every_written_hold_and_every_received_window_safe(see
         if rng.random() < 0.01:
             sim.paused_until = sim.now + rng.uniform(1, 60)   # a 429 or maxlag somewhere
         lost = frozenset(n for n in nodes if rng.random() < 0.1)
-        sim.tick(_random_demand(rng, nodes), weights, crash=rng.random() < 0.05, lost=lost)
+        sim.tick(_random_demand(rng, nodes, sim), weights, crash=rng.random() < 0.05, lost=lost)
     sim.check_safe()
     assert sim.written
 

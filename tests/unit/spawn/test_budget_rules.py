@@ -3,7 +3,8 @@ import math
 import pytest
 
 from shared.wire import Budget, Window
-from spawn.budget_rules import BACKFILL, FRESH, Local, Ticket, charge, demand, gate, held_until, pick, rebase
+from spawn.budget_rules import (BACKFILL, FRESH, Local, Ticket, charge, demand, gate, held_until, may_release, pick,
+                                rebase)
 
 SKEW = 0.5
 W1 = Window(100.0, 160.0, 1, 2.0)
@@ -104,3 +105,20 @@ def test_a_tenant_back_from_idle_saves_no_credit():
 def test_demand_counts_sources_per_tenant_and_lane():
     fresh, backfill = demand([t(1, FRESH, "a"), t(2, BACKFILL, "a", "b"), t(3, BACKFILL, "b")])
     assert fresh == {"a": 1} and backfill == {"a": 1, "b": 2}
+
+
+HELD = Budget(gen=3, wiki_host="h", windows=(Window(100.0, 115.0, 1, 3.0), Window(115.0, 130.0, 1, 3.0)))
+
+
+@pytest.mark.parametrize("budget, local, now, waiting, released", [
+    (HELD, Local(last_start=108.0), 110.0, False, True),      # idle 2 s, nobody waiting: given back
+    (HELD, Local(last_start=109.5), 110.0, False, False),     # a request started 0.5 s ago: a source is busy
+    (HELD, Local(last_start=100.0), 110.0, True, False),      # a source waits for the slot
+    (HELD, Local(in_flight=1, last_start=100.0), 110.0, False, False),   # a request still runs
+    (HELD, Local(), 95.0, False, True),                       # a window still to come is given back too
+    (HELD, Local(), 131.0, False, False),                     # every window over: nothing to give back
+    (None, Local(), 110.0, False, False),                     # no budget, nothing held
+])
+def test_a_node_gives_its_windows_back_only_when_it_holds_one_and_nothing_asks_for_it(
+        budget, local, now, waiting, released):
+    assert may_release(budget, local, now, SKEW, waiting=waiting, idle_s=1.0) is released

@@ -12,7 +12,7 @@ import requests
 from shared.wire import Budget, Window
 from spawn.host_limiter import Cancelled, HostLimiter
 from spawn.mediawiki import MediaWikiClient
-from spawn.upstream_budget import BACKFILL, FRESH, Demand, IdentityBudget
+from spawn.upstream_budget import BACKFILL, FRESH, RELEASE_IDLE_S, Demand, IdentityBudget
 
 SKEW = 0.0
 
@@ -129,6 +129,9 @@ def test_a_pause_stops_requests_here_and_is_reported_until_it_ends():
     ib.pause(0.3, "Maxlagged: Waiting for a database server: 6 seconds lagged")
     use = ib.use()
     assert use.paused_until > time.time() and use.pause_reason.startswith("Maxlagged") and use.throttled == 0
+    # nobody was waiting when it reported, so it gave its window back; the hub's next poll brings a new one
+    assert use.released_gen == 1
+    ib.apply(budget(2))
     started = time.time()
     with ib.slot():
         pass
@@ -210,3 +213,31 @@ def test_a_source_that_must_log_in_waits_for_its_turn_reports_it_and_goes_on_whe
     assert told == ["waiting for its turn to log in to h", None]
     assert seen["use"].needs_login and seen["use"].backfill == {"t1": 1}     # demand, so the hub can pick it
     assert not ib.use().needs_login
+
+
+def test_an_idle_node_gives_its_windows_back_and_starts_nothing_under_them_until_a_newer_budget():
+    now = [1_000.0]
+    ib = IdentityBudget("h", skew_s=SKEW, clock=lambda: now[0])
+    ib.apply(Budget(gen=4, wiki_host="h", windows=(Window(990.0, 1_030.0, 1, 1000.0),)))
+    with ib.slot():
+        pass
+    assert ib.use().released_gen is None           # a request started within RELEASE_IDLE_S
+    now[0] += RELEASE_IDLE_S
+    assert ib.use().released_gen == 4
+    assert ib.apply(Budget(gen=4, wiki_host="h", windows=(Window(990.0, 1_030.0, 1, 1000.0),)))
+    cancel = threading.Event()
+    told: list = []
+    waiter = threading.Thread(target=lambda: _try_slot(ib, cancel, told))
+    waiter.start()
+    time.sleep(0.2)
+    assert waiter.is_alive() and told == ["waiting for the upstream budget of h"]     # an equal gen: still given back
+    use = ib.use()
+    assert use.backfill == {"t": 1} and use.released_gen == 4      # a source waits: demand, nothing new given back
+    ib.apply(Budget(gen=5, wiki_host="h", windows=(Window(1_000.0, 1_030.0, 1, 1000.0),)))
+    waiter.join(2)
+    assert not waiter.is_alive() and told[-1] is None and ib.use().released_gen is None
+
+
+def _try_slot(ib: IdentityBudget, cancel: threading.Event, told: list) -> None:
+    with ib.slot(Demand(BACKFILL, ("t",)), cancel, told.append):
+        pass
