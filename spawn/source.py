@@ -1,7 +1,8 @@
 """DataSource: the one fetcher of a (wiki, page), shared by its subscribers.
 
 Its thread resolves the title in its first history request, resumes from the newest stored
-revision, fetches oldest-first batches, writes each batch once, then delivers it to every attached
+revision (its count and newest revisions read from the store, never the page's whole history:
+spawn.stored_log), fetches oldest-first batches, writes each batch once, then delivers it to every attached
 subscriber. When the history is complete it waits for the revisit batcher (or a new subscriber) to
 wake it. Errors never end the thread: they are reported on the subscribers and retried with
 backoff. stop() ends it without another write.
@@ -10,11 +11,10 @@ import logging
 import queue
 import threading
 import time
-from array import array
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Callable
 
-from shared.revisions.model import ResumePoint, Revision
+from shared.revisions.model import PageState, ResumePoint, Revision
 from shared.revisions.store import RevisionStore, StoreError
 from spawn import revisit
 from spawn.host_limiter import Backoff
@@ -22,10 +22,17 @@ from spawn.mediawiki import (AddressRefused, Cancelled, MediaWikiClient, MediaWi
                              PageUnavailable)
 from spawn.metrics import SpawnMetrics
 from spawn.revisit import RevisitBatcher
+from spawn.stored_log import RECENT_MAX, StoredLog
 from spawn.subscriber import Subscriber
 from spawn.upstream_budget import BACKFILL, FRESH, Demand
 
 logger = logging.getLogger(__name__)
+
+# How far before the newest stored revision a starting source reads the newest revisions for the revisit
+# rate (spawn.revisit): at least a month, and 20 (the rule's smallest window) longest revisit intervals. A
+# page edited faster than that interval has its window's newest revisions inside the span; a slower one is
+# revisited at the longest interval whatever its window says.
+RECENT_SPAN_MIN = timedelta(days=31)
 
 
 class DataSource:
@@ -54,8 +61,7 @@ class DataSource:
         # this source and hand its subscribers to one already fetching the same page
         self.on_resolved: Callable[["DataSource"], None] | None = None
         self._opening: Opening | None = None   # the first history batch, read with the title's resolution
-        self._ids: array | None = None      # stored rev ids, oldest first
-        self._ts = array("d")               # their timestamps (epoch seconds)
+        self._log: StoredLog | None = None  # the page's stored revisions up to the resume point
         self.written = 0                    # revisions this process wrote for this source
         self.complete = False
         self.had_history = False            # once complete: its requests are in the freshness lane
@@ -64,9 +70,9 @@ class DataSource:
     def attach(self, sub: Subscriber) -> None:
         with self._lock:
             self._subs[sub.id] = sub
-            loaded = self._ids is not None
+            loaded = self._log is not None
             if loaded:
-                sub.credit(self._ids)
+                sub.credit(self._log)
         if loaded and sub.at_limit():
             self._release(sub)
         self._wake.set()    # a newcomer may want content or more revisions than the others
@@ -157,8 +163,8 @@ class DataSource:
             self._open()
             if self.page is None:
                 return False
-        if self._ids is None:
-            self._load(self.store.resume_point(self.client.host, self.page.page_id))
+        if self._log is None:
+            self._load(self.store.page(self.client.host, self.page.page_id))
         self._report("running")
         return True
 
@@ -188,26 +194,51 @@ class DataSource:
             return self.client.continue_history(opening, **kw)
         return self.client.revision_batches(self.resolved, start=start, content=content, **kw)
 
-    def _load(self, resume: ResumePoint | None) -> None:
-        """Read the stored history up to `resume` and credit every subscriber from it. Rows past the
-        resume point belong to a batch a crash interrupted: they are not counted here and will be
+    def _load(self, state: PageState | None) -> None:
+        """Credit every subscriber from the page's stored count up to its resume point (`state`). Rows past
+        the resume point belong to a batch a crash interrupted: they are not counted here and will be
         fetched, written and delivered again."""
-        ids, ts = array("q"), array("d")
-        if resume is not None:
-            for rev in self.store.history(self.client.host, self.resolved.page_id, until=resume.timestamp):
-                if (rev.timestamp, rev.rev_id) > (resume.timestamp, resume.rev_id):
-                    continue
-                ids.append(rev.rev_id)
-                ts.append(rev.timestamp.timestamp())
-        ids.reverse()
-        ts.reverse()
+        log = self._stored(state)
         with self._lock:
-            self._ids, self._ts = ids, ts
+            self._log = log
             subs = list(self._subs.values())
         for sub in subs:
-            sub.credit(ids)
+            sub.credit(log)
             if sub.at_limit():
                 self._release(sub)
+
+    def _stored(self, state: PageState | None) -> StoredLog:
+        """The stored log from the page's row and its newest revisions (at most RECENT_MAX, within a span
+        before the newest: RECENT_SPAN_MIN): a few reads however long the history. A row without a count (written
+        before the store kept one) is counted from the history once."""
+        if state is None:
+            return StoredLog(0, (), self._older)
+        resume = ResumePoint(state.latest_rev_id, state.latest_timestamp)
+        recent = []
+        span = max(RECENT_SPAN_MIN, timedelta(seconds=20 * self.revisit_max_s))
+        for rev in self._stored_before(resume, since=resume.timestamp - span):
+            recent.append((rev.rev_id, rev.timestamp.timestamp()))
+            if len(recent) == RECENT_MAX:
+                break
+        count = state.revisions
+        if count < len(recent) or not recent:
+            count = sum(1 for _ in self._stored_before(resume))
+        return StoredLog(count, recent[::-1], self._older)
+
+    def _stored_before(self, resume: ResumePoint, since: datetime | None = None):
+        """Stored revisions up to `resume`, newest first."""
+        for rev in self.store.history(self.client.host, self.resolved.page_id, since=since, until=resume.timestamp):
+            if (rev.timestamp, rev.rev_id) <= (resume.timestamp, resume.rev_id):
+                yield rev
+
+    def _older(self, back: int, newest: tuple[int, float]) -> int:
+        """The stored id `back` places before `newest` (rev id, epoch seconds): only a subscriber capped below
+        the stored count asks, and the read stops there."""
+        resume = ResumePoint(newest[0], datetime.fromtimestamp(newest[1], timezone.utc))
+        for i, rev in enumerate(self._stored_before(resume)):
+            if i == back:
+                return rev.rev_id
+        raise IndexError(back)
 
     def _allowances(self) -> dict[Subscriber, int | None]:
         """What each subscriber may take now (None = unlimited): spent when the batch is written."""
@@ -223,12 +254,13 @@ class DataSource:
 
     def _harvest(self) -> None:
         checked = [(s, s.lease_gen) for s in self.subscribers()]
-        resume = self.store.resume_point(self.client.host, self.resolved.page_id)
+        state = self.store.page(self.client.host, self.resolved.page_id)
+        resume = None if state is None else ResumePoint(state.latest_rev_id, state.latest_timestamp)
         with self._lock:
-            newest = self._ids[-1] if self._ids else None
+            newest = self._log.newest if self._log is not None else None
         if (resume.rev_id if resume else None) != newest:
             # another writer (this page on another node, during a move) stored past our log
-            self._load(resume)
+            self._load(state)
         for sub, gen in checked:
             sub.mark_synced(gen)
         need, content = self._need()
@@ -306,9 +338,8 @@ class DataSource:
     def _delivered(self, fresh: list[Revision], allowances: dict[Subscriber, int | None]) -> None:
         ids = [r.rev_id for r in fresh]
         with self._lock:
-            assert self._ids is not None, "loaded by _prepare before any batch"
-            self._ids.extend(ids)
-            self._ts.extend(r.timestamp.timestamp() for r in fresh)
+            assert self._log is not None, "loaded by _prepare before any batch"
+            self._log.extend((r.rev_id, r.timestamp.timestamp()) for r in fresh)
             subs = list(self._subs.values())
         self.written += len(fresh)
         self.metrics.revisions_written.labels(wiki=self.client.host).inc(len(fresh))
@@ -321,13 +352,14 @@ class DataSource:
 
     def _schedule_revisit(self) -> None:
         with self._lock:
-            if self._ids is None:
+            if self._log is None:
                 return
-            n = len(self._ids)
+            n = len(self._log)
             if not n or not self._subs:
                 return
-            newest = [datetime.fromtimestamp(t, timezone.utc) for t in self._ts[-revisit.window_size(n):]][::-1]
-            last_id = self._ids[-1]
+            newest = [datetime.fromtimestamp(t, timezone.utc)
+                      for t in self._log.newest_timestamps(revisit.window_size(n))]
+            last_id = self._log[-1]
         interval = revisit.interval_from_history(newest, n)
         age = self._now() - newest[0].timestamp()
         delay = revisit.first_delay(interval, age, self.revisit_min_s, self.revisit_max_s)

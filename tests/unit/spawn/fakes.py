@@ -3,7 +3,7 @@ import threading
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
-from shared.revisions.model import ResumePoint, Revision
+from shared.revisions.model import PageState, ResumePoint, Revision
 from spawn.mediawiki import Opening, PageInfo
 
 
@@ -30,6 +30,7 @@ class MemoryStore:
         self.rows: dict[tuple[str, int], Revision] = {}
         self.writes = 0
         self.resume_override: ResumePoint | None = None    # as after a crash in the middle of a batch
+        self.history_reads = 0
         self._lock = threading.Lock()
 
     def write(self, revisions):
@@ -48,8 +49,18 @@ class MemoryStore:
         revs = self._page(wiki, page_id)
         return ResumePoint(revs[0].rev_id, revs[0].timestamp) if revs else None
 
+    def page(self, wiki, page_id):
+        """Its resume point and the count up to it, written together as the real stores do."""
+        resume = self.resume_point(wiki, page_id)
+        if resume is None:
+            return None
+        stored = [r for r in self._page(wiki, page_id) if (r.timestamp, r.rev_id) <= (resume.timestamp, resume.rev_id)]
+        return PageState(wiki, page_id, stored[0].title, resume.rev_id, resume.timestamp, len(stored))
+
     def history(self, wiki, page_id, *, since=None, until=None):
-        return iter([r for r in self._page(wiki, page_id) if until is None or r.timestamp <= until])
+        self.history_reads += 1
+        return iter([r for r in self._page(wiki, page_id)
+                     if (until is None or r.timestamp <= until) and (since is None or r.timestamp >= since)])
 
     def page_id(self, wiki, title):
         revs = [r for r in self.rows.values() if r.wiki == wiki]

@@ -1,0 +1,86 @@
+"""A source's stored log (spawn.stored_log) and a source starting where the page is already stored: credited
+from the store's count, with the newest revisions and nothing older read."""
+from datetime import timedelta
+
+import pytest
+
+from spawn.stored_log import RECENT_MAX, StoredLog
+from tests.unit.spawn.fakes import make_revisions
+from tests.unit.spawn.test_registry import Harness, spec
+
+
+class Older:
+    """The store's answer for the id `back` places before `newest` where ids are 1, 2, 3, ..., and what was asked."""
+
+    def __init__(self):
+        self.asked = []
+
+    def __call__(self, back: int, newest: tuple[int, float]) -> int:
+        self.asked.append(back)
+        return newest[0] - back
+
+
+@pytest.mark.parametrize("count, recent, index, expected, asked", [
+    (5, [(4, 0.0), (5, 0.0)], -1, 5, []),           # the newest is held
+    (5, [(4, 0.0), (5, 0.0)], 3, 4, []),
+    (5, [(4, 0.0), (5, 0.0)], 0, 1, [4]),           # an older one is read: 4 places before the newest
+    (5, [(4, 0.0), (5, 0.0)], 2, 3, [2]),
+    (1, [(1, 0.0)], 0, 1, []),
+])
+def test_ids_are_held_for_the_newest_and_read_for_older_ones(count, recent, index, expected, asked):
+    older = Older()
+    log = StoredLog(count, recent, older)
+    assert (len(log), log[index], older.asked) == (count, expected, asked)
+
+
+def test_an_older_id_is_read_once_until_the_log_grows():
+    older = Older()
+    log = StoredLog(10, [(10, 0.0)], older)
+    assert (log[2], log[2]) == (3, 3) and older.asked == [7]
+    log.extend([(11, 1.0)])
+    assert (len(log), log.newest, log[-1], log[2]) == (11, 11, 11, 3) and older.asked == [7, 8]
+
+
+def test_the_log_holds_at_most_the_newest_recent_max_and_their_timestamps_newest_first():
+    log = StoredLog(0, [], Older())
+    log.extend((i, float(i)) for i in range(1, RECENT_MAX + 11))
+    newest = float(RECENT_MAX + 10)
+    assert len(log) == RECENT_MAX + 10 and log.newest_timestamps(3) == [newest, newest - 1, newest - 2]
+
+
+class CountingHarness(Harness):
+    """A page another node already stored whole: 3,000 revisions a day apart."""
+
+    def __init__(self):
+        super().__init__(revisions=3000)
+        self.wiki.history = make_revisions(3000, every=timedelta(days=1))
+        self.store.write(self.wiki.history)
+        self.rows = 0
+        history = self.store.history
+
+        def counted(*args, **kw):
+            rows = list(history(*args, **kw))
+            self.rows += len(rows)
+            return iter(rows)
+        self.store.history = counted
+
+
+def test_a_source_starting_on_a_stored_page_is_credited_from_the_count_without_reading_the_history():
+    h = CountingHarness()
+    h.registry.upsert(spec("a"))
+    h.run()
+    st = h.status("a")
+    assert (st.state, st.revisions, st.last_rev_id) == ("running", 3000, h.wiki.history[-1].rev_id)
+    assert h.made[0].written == 0
+    assert h.rows <= 40          # the newest month's revisions, for the revisit rate
+    page_id, last_id, delay, every = h.batcher.scheduled[spec("a").source_uuid]
+    assert last_id == h.wiki.history[-1].rev_id and every == pytest.approx(86400, rel=0.1)
+
+
+def test_a_subscriber_capped_below_the_stored_count_reads_only_back_to_its_last_revision():
+    h = CountingHarness()
+    h.registry.upsert(spec("a", quota=2990))
+    h.run()
+    st = h.status("a")
+    assert (st.state, st.revisions, st.last_rev_id) == ("limit_reached", 2990, h.wiki.history[2989].rev_id)
+    assert h.rows <= 40 + 20
