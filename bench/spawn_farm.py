@@ -1,7 +1,8 @@
 """Many simulated spawns in one process: each node is a real HTTP endpoint on a port of its own,
 speaking the node API of shared/wire.py as tests/integration/spawn_double.py does (POST
 /v1/subscriptions applies a batch's drops, then its puts, and answers per item: an equal spec changes
-nothing, a drop of an unknown id succeeds; status reports every subscription with the spec it runs). It fetches
+nothing, a drop of an unknown id succeeds; status reports every subscription with the spec it runs, or the page
+of them a bounded poll asks for, and takes a paged list as a real spawn does: spawn.poll_rounds). It fetches
 nothing. One asyncio loop serves every port with a minimal HTTP/1.1 keep-alive server, so a
 thousand nodes cost one process.
 
@@ -9,7 +10,7 @@ thousand nodes cost one process.
 Prints one JSON line {"urls": [...], "control": url} once listening, then serves until stdin closes.
 Each node keeps a real spawn's timers (--detach-after, --orphan-after: the spawn's defaults): it detaches
 (drops everything, new boot id) after that long without a hub call (poll, send or keepalive), and drops a
-subscription no poll has named for --orphan-after (keepalives refresh what the last poll named).
+subscription no poll has named for --orphan-after (keepalives refresh the last complete list polls named).
 GET {control}/stats answers {"PUT": n, "DELETE": n, "POST": n, "BATCH": n, "KEEPALIVE": n, "detaches": n,
 "orphaned": n, "subscriptions": n} (puts and drops applied, status polls, batch requests,
 keepalives, detaches, subscriptions dropped as orphans); POST resets counts;
@@ -25,8 +26,11 @@ import time
 import uuid
 from collections import Counter
 
+from shared.errors import ValidationError
 from shared.hashing import node_id_for
-from shared.wire import MAX_BATCH_ITEMS
+from shared.wire import MAX_BATCH_ITEMS, Poll, ReportPage
+from spawn import poll_rounds
+from spawn.node import MAX_REPORT_ITEMS
 
 SUB_PATH = "/v1/subscriptions"
 
@@ -40,25 +44,33 @@ class SimNode:
         self._report: bytes | None = None      # cached status body, dropped on every change
         self.contact: float | None = None      # the hub's last call (None: never called yet)
         self.named: dict[str, float] = {}      # id -> when a poll last named it (or it was put)
-        self.last_assigned: list[str] = []
+        self.last_assigned: tuple[str, ...] = ()     # the last complete list
+        self.round = poll_rounds.Round()
 
     def heard(self) -> None:
         self.contact = time.monotonic()
 
-    def polled(self, body: bytes) -> None:
-        """A poll names the ids assigned here: their orphan timers start again."""
+    def polled(self, body: bytes) -> ReportPage | None:
+        """A poll names the ids assigned here (or a page of them): their orphan timers start again, and a
+        complete list is what keepalives refresh from then on. Returns the report page it asks for."""
         now = time.monotonic()
         try:
-            assigned = json.loads(body).get("assigned", []) if body else []
-        except ValueError:
-            assigned = []
-        self.last_assigned = assigned if isinstance(assigned, list) else []
-        self.refresh(now)
+            poll = Poll.from_dict(json.loads(body))
+        except (ValueError, ValidationError):
+            return None
+        self.touch(poll.assigned, now)
+        self.round, complete = poll_rounds.receive(self.round, poll.page, poll.assigned)
+        if complete is not None:
+            self.last_assigned = complete
+        return poll.report
 
-    def refresh(self, now: float) -> None:
-        for sub_id in self.last_assigned:
+    def touch(self, ids, now: float) -> None:
+        for sub_id in ids:
             if sub_id in self.subs:
                 self.named[sub_id] = now
+
+    def refresh(self, now: float) -> None:
+        self.touch(self.last_assigned, now)
 
     def expire(self, now: float, detach_after_s: float, orphan_after_s: float) -> tuple[int, int]:
         """(detached, orphaned) as a real spawn's watchdog and registry would now."""
@@ -66,6 +78,7 @@ class SimNode:
             self.subs.clear()
             self.named.clear()
             self.boot_id = uuid.uuid4().hex
+            self.round = poll_rounds.Round()
             self._report = None
             self.contact = now        # a real spawn registers again at once; its watchdog starts over
             return 1, 0
@@ -108,14 +121,21 @@ class SimNode:
             acks["puts"].append(answer if status == 200 else {"id": sub_id, **answer})
         return 200, acks
 
-    def report(self) -> bytes:
-        if self._report is None:
-            self._report = json.dumps({
-                "node_id": self.node_id, "boot_id": self.boot_id, "attached": True,
+    def report(self, page: ReportPage | None = None) -> bytes:
+        limit = None if page is None else min(page.limit, MAX_REPORT_ITEMS)
+        if limit is None or page.after is None and len(self.subs) <= limit:
+            if self._report is None:
+                self._report = self._body(self.subs)
+            return self._report
+        ids = sorted(i for i in self.subs if page.after is None or i > page.after)
+        return self._body({i: self.subs[i] for i in ids[:limit]}, ids[limit - 1] if len(ids) > limit else None)
+
+    def _body(self, subs: dict[str, dict], more: str | None = None) -> bytes:
+        body = {"node_id": self.node_id, "boot_id": self.boot_id, "attached": True,
                 "subscriptions": [{"id": i, "state": "running", "revisions": 3, "last_rev_id": None,
-                                   "last_error": None, "spec": s} for i, s in self.subs.items()],
-                "sources": len(self.subs)}).encode()
-        return self._report
+                                   "last_error": None, "spec": s} for i, s in subs.items()],
+                "sources": len(self.subs)}
+        return json.dumps(body if more is None else {**body, "next": more}).encode()
 
 
 class Farm:
@@ -141,9 +161,7 @@ class Farm:
         node.heard()
         if path == "/v1/status" and method in ("GET", "POST"):
             self.counts[method] += 1
-            if method == "POST":
-                node.polled(body)
-            return 200, node.report()
+            return 200, node.report(node.polled(body) if method == "POST" else None)
         if path == "/v1/keepalive" and method == "POST":
             self.counts["KEEPALIVE"] += 1
             node.refresh(time.monotonic())
