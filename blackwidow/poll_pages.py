@@ -37,11 +37,11 @@ def request(node_id: str, pages: list[tuple[str, ...]], index: int, round_id: st
     their subscription (any other lease on the first); past the last page the last one is repeated."""
     last = min(index, len(pages) - 1)
     ids = pages[last]
-    named = set(ids)
-    if index == 0:
+    page_leases = {sid: leases[sid] for sid in ids if sid in leases}
+    if index == 0 and len(leases) > len(page_leases):
         listed = {sid for page in pages for sid in page}
-        named |= {sid for sid in leases if sid not in listed}
-    return Poll(node_id=node_id, assigned=ids, leases={sid: lease for sid, lease in leases.items() if sid in named},
+        page_leases.update((sid, lease) for sid, lease in leases.items() if sid not in listed)
+    return Poll(node_id=node_id, assigned=ids, leases=page_leases,
                 budgets=budgets if index == 0 else {},
                 page=PollPage(round_id, last, len(pages)) if len(pages) > 1 else None,
                 report=ReportPage(after, paging.report_items))

@@ -6,7 +6,8 @@ every page of one round. Pages may arrive twice (a retried poll) or not at all (
 repeated page changes nothing, and a round with a page missing never completes, so it drops nothing.
 A new round (a new tick, a restarted hub) starts over. A poll without a page names the whole list.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Mapping
 
 from shared.wire import PollPage
 
@@ -15,8 +16,7 @@ from shared.wire import PollPage
 class Round:
     id: str | None = None
     pages: int = 0
-    seen: frozenset[int] = frozenset()
-    ids: frozenset[str] = frozenset()
+    received: Mapping[int, tuple[str, ...]] = field(default_factory=dict)    # page -> its ids
 
 
 def receive(current: Round, page: PollPage | None, ids: tuple[str, ...]) -> tuple[Round, tuple[str, ...] | None]:
@@ -25,7 +25,7 @@ def receive(current: Round, page: PollPage | None, ids: tuple[str, ...]) -> tupl
         return Round(), ids
     if (page.round, page.pages) != (current.id, current.pages):
         current = Round(page.round, page.pages)
-    after = Round(current.id, current.pages, current.seen | {page.page}, current.ids | set(ids))
-    if len(after.seen) == after.pages:
-        return after, tuple(sorted(after.ids))
+    after = Round(current.id, current.pages, {**current.received, page.page: ids})    # copies pages, not ids
+    if len(after.received) == after.pages:
+        return after, tuple(sorted({i for page_ids in after.received.values() for i in page_ids}))
     return after, None

@@ -13,7 +13,7 @@ wiki's own title) is in each subscriber's status, and a source resolving to a pa
 here already fetches hands its subscribers over and stops. They catch up from the store as any
 subscriber joining a running source does.
 """
-import heapq
+import bisect
 import logging
 import threading
 import time
@@ -41,6 +41,7 @@ class Registry:
         self._wall_clock = wall_clock
         self._skew_s = clock_skew_s
         self._subs: dict[str, Subscriber] = {}
+        self._sorted: list[str] | None = None     # their ids in order, for report pages; None: to sort again
         self._sources: dict[str, DataSource] = {}
         self._merged: dict[str, str] = {}          # source uuid -> key of the source fetching its page
         self._by_page: dict[str, DataSource] = {}  # page key -> the source fetching that page
@@ -68,6 +69,7 @@ class Registry:
                 if spec.leased and past is not None and past[0] == spec.source_uuid:
                     sub.delivered = past[1]      # a leased count never goes back within a process
                 self._subs[spec.id] = sub
+                self._sorted = None
                 logger.info("subscriber.added", extra={"subscription": spec.id, "title": spec.title})
             else:
                 sub.update(spec)
@@ -129,6 +131,7 @@ class Registry:
             for sub in self._subs.values():
                 self._forget_locked(sub)
             self._subs.clear()
+            self._sorted = None
             for src in sources:
                 src.stop()
         for src in sources:
@@ -142,7 +145,10 @@ class Registry:
     def snapshot_page(self, after: str | None, limit: int) -> tuple[list[SubscriptionStatus], str | None]:
         """At most `limit` statuses with ids after `after`, in id order, and the last id when more follow."""
         with self._lock:
-            ids = heapq.nsmallest(limit + 1, (i for i in self._subs if after is None or i > after))
+            if self._sorted is None:
+                self._sorted = sorted(self._subs)
+            start = 0 if after is None else bisect.bisect_right(self._sorted, after)
+            ids = self._sorted[start:start + limit + 1]
             return self._statuses(ids[:limit]), ids[limit - 1] if len(ids) > limit else None
 
     def _statuses(self, ids: list[str]) -> list[SubscriptionStatus]:
@@ -214,6 +220,7 @@ class Registry:
 
     def _remove_locked(self, sub_id: str) -> bool:
         sub = self._subs.pop(sub_id, None)
+        self._sorted = None
         if sub is None:
             return False
         self._forget_locked(sub)
