@@ -61,6 +61,7 @@ class DataSource:
         # this source and hand its subscribers to one already fetching the same page
         self.on_resolved: Callable[["DataSource"], None] | None = None
         self._opening: Opening | None = None   # the first history batch, read with the title's resolution
+        self._opened: PageState | None = None  # the stored page row that batch starts from
         self._log: StoredLog | None = None  # the page's stored revisions up to the resume point
         self.written = 0                    # revisions this process wrote for this source
         self.complete = False
@@ -164,7 +165,10 @@ class DataSource:
             if self.page is None:
                 return False
         if self._log is None:
-            self._load(self.store.page(self.client.host, self.page.page_id))
+            opened, self._opened = self._opened, None     # the page row _open read, if it is this page's
+            if opened is None or opened.page_id != self.page.page_id:
+                opened = self.store.page(self.client.host, self.page.page_id)
+            self._load(opened)
         self._report("running")
         return True
 
@@ -175,9 +179,10 @@ class DataSource:
         if need == 0:
             return
         known = self.store.page_id(self.client.host, self.title)
-        resume = None if known is None else self.store.resume_point(self.client.host, known)
-        self._opening = self.client.open_history(self.title, page_id=known, content=content,
-                                                 start=resume.timestamp if resume else None, **self._kw())
+        self._opened = None if known is None else self.store.page(self.client.host, known)
+        start = self._opened.latest_timestamp if self._opened is not None else None
+        self._opening = self.client.open_history(self.title, page_id=known, content=content, start=start,
+                                                 **self._kw())
         self.page = self._opening.page
         logger.info("source.resolved", extra={"title": self.title, "page_id": self.page.page_id,
                                               "wiki": self.client.host})
