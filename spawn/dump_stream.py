@@ -1,18 +1,17 @@
 """Open one dump file as a stream of decompressed bytes: an http(s) URL read with `requests` as it arrives (never
 saved to disk first) or a local path, plain, gzip or bzip2 by the name's ending, read and decompressed a few
-blocks ahead on a thread of its own. Counts the compressed bytes read and turns transport and decompression
-failures into the named errors of spawn.dump_rows."""
+blocks ahead on a thread of its own, a megabyte of compressed bytes per decompressor call. Counts the
+compressed bytes read and turns transport and decompression failures into the named errors of spawn.dump_rows."""
 from __future__ import annotations
 
 import bz2
-import gzip
 import io
 import os
 import queue
 import threading
 import zlib
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 from xml.etree.ElementTree import ParseError
 
 import requests
@@ -22,59 +21,43 @@ from spawn.dump_rows import DumpCorrupt, DumpError, DumpNotFound, DumpStalled
 Session = requests.Session      # what callers pass in: the dump transport is this module's alone
 
 CHUNK = 1 << 16
-AHEAD = 8                   # decompressed blocks of AHEAD_BLOCK bytes held ready ahead of the parser
-AHEAD_BLOCK = 1 << 18
+# The decompressor releases the interpreter lock while it works, and needs it back each time its output buffer
+# grows or a call returns: with BZ2File's 8 KiB reads (or 64 KiB ones) the parser thread, holding the lock, makes it
+# wait a switch interval (5 ms) every few milliseconds of work and nothing overlaps. Large calls overlap.
+INFLATE_IN = 1 << 20        # compressed bytes handed to the decompressor at once
+INFLATE_OUT = 1 << 23       # decompressed bytes one call may return: bounds memory on any stream
+AHEAD = 2                   # decompressed blocks held ready ahead of the parser
 STOP_WAIT_S = 5.0           # how long closing waits for the read-ahead thread to finish its current read
-
-
-class _Chunks(io.RawIOBase):
-    """A readable raw stream over an iterator of byte chunks, calling `counted(n)` for every chunk taken."""
-
-    def __init__(self, chunks: Iterator[bytes], counted: Callable[[int], None]):
-        self._chunks = chunks
-        self._counted = counted
-        self._rest = b""
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        while not self._rest:
-            chunk = next(self._chunks, None)
-            if chunk is None:
-                return 0
-            self._counted(len(chunk))
-            self._rest = chunk
-        n = min(len(buffer), len(self._rest))
-        buffer[:n] = self._rest[:n]
-        self._rest = self._rest[n:]
-        return n
+_GZIP = 16 + zlib.MAX_WBITS  # zlib's window bits for a gzip member (header and trailer checked)
+_TRUNCATED = "Compressed file ended before the end-of-stream marker was reached"
 
 
 class _ReadAhead(io.RawIOBase):
-    """Reads (and so decompresses and downloads) `source` on a thread of its own, a few blocks ahead of the
-    reader. bz2, zlib and socket reads release the interpreter lock while they work, so the parser and the store
-    writers (Python) run meanwhile instead of after. A failure of the thread is raised to the reader, in order."""
+    """A readable stream over `blocks`, taken (and so downloaded and decompressed) on a thread of its own, a few
+    blocks ahead of the reader. bz2, zlib and socket reads release the interpreter lock while they work, so the
+    parser and the store writers run meanwhile instead of after. A failure of the thread is raised to the reader,
+    in order."""
 
-    def __init__(self, source: io.BufferedIOBase):
-        self._queue: queue.Queue[bytes | BaseException] = queue.Queue(AHEAD)
+    def __init__(self, blocks: Iterator[bytes]):
+        self._queue: queue.Queue[bytes | BaseException | None] = queue.Queue(AHEAD)
         self._stop = threading.Event()
         self._block = memoryview(b"")
         self._ended = False
-        self._thread = threading.Thread(target=self._fill, args=(source,), name="dump-read", daemon=True)
+        self._thread = threading.Thread(target=self._fill, args=(blocks,), name="dump-read", daemon=True)
         self._thread.start()
 
-    def _fill(self, source: io.BufferedIOBase) -> None:
+    def _fill(self, blocks: Iterator[bytes]) -> None:
         try:
-            while not self._stop.is_set():
-                block = source.read(AHEAD_BLOCK)
-                self._put(block)
-                if not block:
+            for block in blocks:
+                if self._stop.is_set():
                     return
+                if block:
+                    self._put(block)
+            self._put(None)
         except BaseException as exc:        # handed to the reader, which raises it
             self._put(exc)
 
-    def _put(self, item: bytes | BaseException) -> None:
+    def _put(self, item: bytes | BaseException | None) -> None:
         while not self._stop.is_set():
             try:
                 self._queue.put(item, timeout=0.1)
@@ -93,7 +76,7 @@ class _ReadAhead(io.RawIOBase):
             if isinstance(item, BaseException):
                 self._ended = True
                 raise item
-            if not item:
+            if item is None:
                 self._ended = True
                 return 0
             self._block = memoryview(item)
@@ -119,12 +102,83 @@ def compression(name: str) -> str:
     return "plain"
 
 
-def _decompressed(raw: io.RawIOBase, kind: str) -> io.BufferedIOBase:
+def _counted(chunks: Iterable[bytes], counted: Callable[[int], None]) -> Iterator[bytes]:
+    for chunk in chunks:
+        counted(len(chunk))
+        yield chunk
+
+
+def _joined(chunks: Iterable[bytes], size: int) -> Iterator[bytes]:
+    """`chunks` joined into pieces of at least `size` bytes (the last one shorter)."""
+    parts: list[bytes] = []
+    held = 0
+    for chunk in chunks:
+        parts.append(chunk)
+        held += len(chunk)
+        if held >= size:
+            yield b"".join(parts)
+            parts, held = [], 0
+    if parts:
+        yield b"".join(parts)
+
+
+def _blocks(chunks: Iterable[bytes], kind: str) -> Iterator[bytes]:
+    """The decompressed bytes of compressed `chunks`, in blocks, INFLATE_IN compressed bytes per decompressor call
+    (bz2.BZ2File and gzip.GzipFile feed theirs 8 KiB at a time)."""
+    chunks = _joined(chunks, INFLATE_IN)
     if kind == "gzip":
-        return gzip.GzipFile(fileobj=raw, mode="rb")
+        return _gzip_blocks(chunks)
     if kind == "bzip2":
-        return bz2.BZ2File(raw, mode="rb")
-    return io.BufferedReader(raw, CHUNK)
+        return _bzip2_blocks(chunks)
+    return iter(chunks)
+
+
+def _bzip2_blocks(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """Concatenated streams (multistream dumps) read as one; bytes after a stream that start no valid stream are
+    ignored, as bz2.BZ2File does. EOFError when the data ends inside a stream."""
+    decompressor, fed = bz2.BZ2Decompressor(), False
+    for data in chunks:
+        while True:
+            if decompressor.eof:
+                data = decompressor.unused_data + data
+                if not data:
+                    break
+                decompressor, fed = bz2.BZ2Decompressor(), False
+                try:
+                    out = decompressor.decompress(data, INFLATE_OUT)
+                except OSError:
+                    return
+            else:
+                out = decompressor.decompress(data, INFLATE_OUT)
+            fed, data = fed or bool(data), b""
+            if out:
+                yield out
+            if not decompressor.eof and decompressor.needs_input:
+                break
+    if fed and not decompressor.eof:
+        raise EOFError(_TRUNCATED)
+
+
+def _gzip_blocks(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """Several members read as one (zero bytes between them allowed), each member's CRC and length checked, as
+    gzip.GzipFile does. EOFError when the data ends inside a member."""
+    decompressor, fed = zlib.decompressobj(_GZIP), False
+    for data in chunks:
+        while data:
+            if decompressor.eof:
+                data = data.lstrip(b"\0")
+                if not data:
+                    break
+                decompressor, fed = zlib.decompressobj(_GZIP), False
+            out = decompressor.decompress(data, INFLATE_OUT)
+            fed = True
+            while out:
+                yield out
+                pending = not (decompressor.eof or decompressor.unconsumed_tail)   # output held back by the limit
+                out = decompressor.decompress(b"", INFLATE_OUT) if pending else b""
+            data = decompressor.unused_data if decompressor.eof else decompressor.unconsumed_tail
+    if fed and not decompressor.eof:
+        raise EOFError(_TRUNCATED)
 
 
 def _http_chunks(http: requests.Session, url: str, timeout: tuple[float, float]
@@ -178,8 +232,8 @@ def open_dump(source: str, http: requests.Session, counted: Callable[[int], None
         total = os.fstat(local.fileno()).st_size
         chunks = iter(lambda: local.read(CHUNK), b"")
     try:
-        with _decompressed(_Chunks(chunks, counted), compression(source)) as stream, _ReadAhead(stream) as ahead:
-            yield io.BufferedReader(ahead, CHUNK), total
+        with io.BufferedReader(_ReadAhead(_blocks(_counted(chunks, counted), compression(source))), CHUNK) as stream:
+            yield stream, total
     finally:
         if resp is not None:
             resp.close()

@@ -7,6 +7,7 @@ import gzip
 import hashlib
 import threading
 import time
+import zlib
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from spawn.dump_ingest import Checkpoint, DumpIngest, DumpProgress, FileProgress
 from spawn.dump_rows import (DumpCorrupt, DumpNotFound, DumpSchemaUnknown, DumpStalled, DumpWrongWiki, ExpectedSite,
                              check_schema, check_site, dump_size, sha1_hex,
                              user_name)
+from spawn import dump_stream
 from spawn.dump_stream import compression
 
 WIKI = "gen.example.org"
@@ -251,7 +253,9 @@ def reading_ahead() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name == "dump-read" and t.is_alive()]
 
 
-def test_reading_ahead_ends_with_the_file_however_it_ends(tmp_path, store):
+def test_reading_ahead_ends_with_the_file_however_it_ends(tmp_path, store, monkeypatch):
+    monkeypatch.setattr(dump_stream, "INFLATE_IN", 1 << 12)     # small blocks: the thread is mid-file when stopped
+    monkeypatch.setattr(dump_stream, "INFLATE_OUT", 1 << 15)
     path = tmp_path / "d.xml.bz2"
     path.write_bytes(bz2.compress(dump_xml(pages(1, 3000)).encode(), 1))   # several MB decompressed
     stop = threading.Event()
@@ -378,3 +382,46 @@ def test_checkpoint_is_replaced_atomically(tmp_path):
     cp.save()
     assert Checkpoint(tmp_path / "sub" / "cp.json").of("a").pages == 3
     assert [p.name for p in Path(tmp_path / "sub").iterdir()] == ["cp.json"]
+
+
+def split(data: bytes, size: int) -> list[bytes]:
+    return [data[i:i + size] for i in range(0, len(data), size)]
+
+
+TEXT = "".join(f"<revision>{i} ünïcödé {'x' * (i % 50)}</revision>\n" for i in range(20_000)).encode()
+
+
+@pytest.mark.parametrize("kind, compressed", [
+    ("bzip2", bz2.compress(TEXT)),
+    ("bzip2", bz2.compress(TEXT[:50_000]) + bz2.compress(TEXT[50_000:])),             # multistream
+    ("bzip2", bz2.compress(TEXT) + b"trailing bytes that start no stream"),           # ignored, as BZ2File does
+    ("gzip", gzip.compress(TEXT)),
+    ("gzip", gzip.compress(TEXT[:50_000]) + b"\0\0\0" + gzip.compress(TEXT[50_000:])),  # members, zero padding
+    ("plain", TEXT),
+])
+@pytest.mark.parametrize("chunk, joined", [(7, 1000), (65_536, 1 << 20), (10_000_000, 1 << 20)])
+def test_blocks_decompress_as_the_standard_files_do(kind, compressed, chunk, joined, monkeypatch):
+    monkeypatch.setattr(dump_stream, "INFLATE_IN", joined)
+    assert b"".join(dump_stream._blocks(split(compressed, chunk), kind)) == TEXT
+
+
+@pytest.mark.parametrize("kind, compress", [("bzip2", bz2.compress), ("gzip", gzip.compress)])
+def test_blocks_of_a_cut_stream_end_in_eof_error(kind, compress):
+    data = compress(TEXT)
+    with pytest.raises(EOFError):
+        b"".join(dump_stream._blocks(split(data[:len(data) // 2], 65_536), kind))
+
+
+def test_blocks_check_the_gzip_crc():
+    data = bytearray(gzip.compress(TEXT))
+    data[-8] ^= 0xFF                                   # the trailer's CRC32
+    with pytest.raises(zlib.error):
+        b"".join(dump_stream._blocks([bytes(data)], "gzip"))
+
+
+@pytest.mark.parametrize("kind, compress", [("bzip2", bz2.compress), ("gzip", gzip.compress)])
+def test_a_block_is_bounded_however_well_the_data_compresses(kind, compress, monkeypatch):
+    monkeypatch.setattr(dump_stream, "INFLATE_OUT", 1 << 16)
+    zeros = bytes(20 * dump_stream.INFLATE_OUT)
+    blocks = list(dump_stream._blocks([compress(zeros)], kind))
+    assert max(map(len, blocks)) <= dump_stream.INFLATE_OUT and sum(map(len, blocks)) == len(zeros)
