@@ -329,6 +329,8 @@ class Budget:
     # this node may log in with the credential now: the login's first request is anonymous at the wiki's
     # edge (no session yet), so the hub lets one node of the deployment do it at a time
     login: bool = False
+    # a node elsewhere waits with freshness demand: give these windows back as soon as nothing is in flight
+    give_back: bool = False
 
     def to_dict(self) -> dict:
         body = asdict(self)
@@ -355,7 +357,8 @@ class Budget:
                    maxlag=_count_or(body, "maxlag", 5) or 0,
                    paused_until=_number_or(body, "paused_until", None),
                    weights=_amounts(body, "weights", (int, float), float),
-                   login=_req(body, "login", bool, optional=True, default=False))
+                   login=_req(body, "login", bool, optional=True, default=False),
+                   give_back=_req(body, "give_back", bool, optional=True, default=False))
 
 
 @dataclass(frozen=True)

@@ -61,6 +61,7 @@ class IdentityBudget:
         self._login_waiting: dict[int, rules.Ticket] = {}    # sources waiting for this node's turn to log in
         self._budget_waiting: dict[int, rules.Ticket] = {}   # sources waiting for a first Budget
         self._released_gen: int | None = None                # windows given back up to this Budget gen
+        self._asked_gen: int | None = None                   # the hub asked for them back up to this gen
 
     # -- from the hub ------------------------------------------------------------------------
     def apply(self, budget: Budget) -> bool:
@@ -73,6 +74,10 @@ class IdentityBudget:
                 self._set(auth_error=None)
             if self._released_gen is not None and budget.gen > self._released_gen:
                 self._released_gen = None
+            if budget.give_back:
+                self._asked_gen = budget.gen
+            elif self._asked_gen is not None and budget.gen > self._asked_gen:
+                self._asked_gen = None
             self.budget = budget
             self._cond.notify_all()
             return True
@@ -214,9 +219,10 @@ class IdentityBudget:
             self._cond.notify_all()
 
     def _usable(self) -> Budget | None:
-        """The Budget requests may start under: its windows are gone once given back."""
+        """The Budget requests may start under: its windows are gone once given back or asked for."""
         budget = self.budget
-        if budget is not None and self._released_gen is not None and budget.gen <= self._released_gen:
+        given_back = max(self._released_gen or 0, self._asked_gen or 0)
+        if budget is not None and budget.gen <= given_back:
             return replace(budget, windows=())
         return budget
 
@@ -234,6 +240,9 @@ class IdentityBudget:
             if rules.may_release(self.budget, self._local, now, self.skew_s, waiting=waiting, idle_s=RELEASE_IDLE_S):
                 assert self.budget is not None
                 self._released_gen = self.budget.gen
+            if self._asked_gen is not None and self._local.in_flight == 0:
+                # asked to give back: no new request started since, and the last one has ended
+                self._released_gen = max(self._released_gen or 0, self._asked_gen)
             paused = self._local.paused_until
             live = paused is not None and paused > now
             return IdentityUse(gen=self.gen, fresh=fresh, backfill=backfill, requests=self.requests,

@@ -159,10 +159,26 @@ def allocate(state: IdentityState, demand: Mapping[str, Demand], weights: Mappin
     if writes and violations(current, limits.in_flight, rate, p.handover_s):
         # never reached by construction; if it were, granting nothing new is always safe
         return _plan(state, tuple(state.holds), {}, (), (), demand, shares, targets, now, p)
+    asked = give_back_asks(holds, demand, now)
     # a hold given back and granted again in this plan (same slot and start): the write stands
     cuts = tuple(c for c in cuts if (c.slot, c.start) not in writes)
     given_back = tuple(h for h in given_back if (h.slot, h.start) not in writes)
-    return _plan(state, tuple(holds), writes, cuts, given_back, demand, shares, targets, now, p)
+    return _plan(state, tuple(holds), writes, cuts, given_back, demand, shares, targets, now, p, asked)
+
+
+def give_back_asks(holds: Sequence[Hold], demand: Mapping[str, Demand], now: float) -> frozenset[str]:
+    """The holders asked to give their slots back now: one for each node with freshness demand that holds
+    nothing, chosen among holders without freshness demand of their own, whose holds run longest. A holder
+    gives back once nothing of its is in flight, the next tick cuts its holds, and the fresh node gets the
+    slot one handover gap later instead of at the end of a backfill's hold."""
+    hungry = [n for n, d in demand.items() if d.has_fresh and not any(h.node == n and h.end > now for h in holds)]
+    if not hungry:
+        return frozenset()
+    until: dict[str, float] = {}
+    for h in holds:
+        if h.end > now and not (h.node in demand and demand[h.node].has_fresh):
+            until[h.node] = max(until.get(h.node, h.end), h.end)
+    return frozenset(sorted(until, key=lambda n: (-until[n], n))[:len(hungry)])
 
 
 def released(holds: Sequence[Hold], demand: Mapping[str, Demand], now: float
@@ -186,7 +202,8 @@ def released(holds: Sequence[Hold], demand: Mapping[str, Demand], now: float
 
 def _plan(state: IdentityState, holds: Sequence[Hold], writes: Mapping[tuple[int, float], Hold],
           cuts: Sequence[Hold], given_back: Sequence[Hold], demand: Mapping[str, Demand],
-          shares: Mapping[str, Mapping[str, float]], targets: dict[str, float], now: float, p: Params) -> Plan:
+          shares: Mapping[str, Mapping[str, float]], targets: dict[str, float], now: float, p: Params,
+          asked: frozenset[str] = frozenset()) -> Plan:
     gen = state.gen + 1
     drops = tuple(h for h in holds if h.end < now - p.cycle_s) + tuple(given_back)
     nodes = sorted({*demand, *(h.node for h in holds if h.end > now)})
@@ -197,7 +214,7 @@ def _plan(state: IdentityState, holds: Sequence[Hold], writes: Mapping[tuple[int
                      windows=node_windows(holds, node, now), slow_after_s=limits.slow_after_s,
                      slow_wait_s=limits.slow_wait_s, maxlag=limits.maxlag,
                      paused_until=None if pause is None else pause + pause_jitter(node, p),
-                     weights=dict(shares.get(node, {})))
+                     weights=dict(shares.get(node, {})), give_back=node in asked)
         for node in nodes}
     return Plan(gen=gen, writes=tuple(replace(h, gen=gen) for h in writes.values()), drops=drops,
                 budgets=budgets, targets=targets, cuts=tuple(replace(h, gen=gen) for h in cuts))

@@ -1,8 +1,8 @@
 """blackwidow.upstream.allocate: one identity's slots handed out to nodes as windows, rule by rule."""
 import pytest
 
-from blackwidow.upstream.allocate import (Demand, IdentityState, Params, allocate, pause_jitter, released,
-                                          tenant_shares)
+from blackwidow.upstream.allocate import (Demand, IdentityState, Params, allocate, give_back_asks, pause_jitter,
+                                          released, tenant_shares)
 from blackwidow.upstream.limits import Limits, binding_rate, default_limits
 from blackwidow.upstream.slots import Hold, node_windows, violations
 from shared.wire import Window
@@ -112,6 +112,39 @@ def test_a_slot_given_back_goes_to_the_next_node_one_handover_gap_later():
     # without the give-back, b waits for the end of a's hold
     plan = allocate(state([held]), {"a": Demand(), "b": BACKFILL}, {}, NOW, P)
     assert plan.writes == () and plan.cuts == ()
+
+
+FRESH = Demand(fresh={"t3": 1})
+
+
+@pytest.mark.parametrize("holds, demand, asked", [
+    # a fresh node with no hold: the holder whose holds run longest is asked
+    ([Hold(0, "a", NOW - 5, NOW + 10, R), Hold(1, "b", NOW - 5, NOW + 20, R)],
+     {"a": BACKFILL, "b": BACKFILL, "f": FRESH}, {"b"}),
+    # two fresh nodes: two holders
+    ([Hold(0, "a", NOW - 5, NOW + 10, R), Hold(1, "b", NOW - 5, NOW + 20, R)],
+     {"a": BACKFILL, "b": BACKFILL, "f": FRESH, "g": FRESH}, {"a", "b"}),
+    # the fresh node holds a slot already, or nobody is fresh: nobody is asked
+    ([Hold(0, "a", NOW - 5, NOW + 10, R), Hold(1, "f", NOW - 5, NOW + 2, R)], {"a": BACKFILL, "f": FRESH}, set()),
+    ([Hold(0, "a", NOW - 5, NOW + 10, R)], {"a": BACKFILL, "b": BACKFILL}, set()),
+    # a holder with freshness demand of its own keeps its slot; an ended hold holds nothing
+    ([Hold(0, "a", NOW - 5, NOW + 10, R)], {"a": Demand(fresh={"t1": 1}), "f": FRESH}, set()),
+    ([Hold(0, "a", NOW - 15, NOW, R)], {"a": BACKFILL, "f": FRESH}, set()),
+])
+def test_a_holder_is_asked_to_give_its_slot_back_for_each_fresh_node_that_holds_none(holds, demand, asked):
+    assert give_back_asks(holds, demand, NOW) == asked
+
+
+def test_the_ask_rides_on_the_holders_budget_and_the_fresh_node_follows_the_give_back():
+    held = Hold(0, "a", NOW - 5, NOW + 10, R, 7)
+    plan = allocate(state([held]), {"a": BACKFILL, "f": FRESH}, {}, NOW, P)
+    assert plan.budgets["a"].give_back and not plan.budgets["f"].give_back and plan.writes == ()
+    later = NOW + 1
+    plan = allocate(state([held], gen=8), {"a": Demand(backfill={"t1": 4}, released_gen=8), "f": FRESH}, {},
+                    later, P)
+    assert plan.cuts == (Hold(0, "a", NOW - 5, later, R, 9),)
+    assert [(h.node, h.start) for h in plan.writes] == [("f", later + P.handover_s)]
+    assert not plan.budgets["a"].give_back        # the fresh node holds the slot now
 
 
 def test_freshness_demand_goes_first_however_large_the_backfill():

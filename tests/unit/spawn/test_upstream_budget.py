@@ -241,3 +241,24 @@ def test_an_idle_node_gives_its_windows_back_and_starts_nothing_under_them_until
 def _try_slot(ib: IdentityBudget, cancel: threading.Event, told: list) -> None:
     with ib.slot(Demand(BACKFILL, ("t",)), cancel, told.append):
         pass
+
+
+def test_asked_to_give_back_it_starts_nothing_more_and_gives_back_once_its_request_has_ended():
+    now = [1_000.0]
+    ib = IdentityBudget("h", skew_s=SKEW, clock=lambda: now[0])
+    window = (Window(990.0, 1_030.0, 1, 1000.0),)
+    ib.apply(Budget(gen=4, wiki_host="h", windows=window))
+    with ib.slot():
+        ib.apply(Budget(gen=5, wiki_host="h", windows=window, give_back=True))
+        assert ib.use().released_gen is None        # its request is still in flight
+    assert ib.use().released_gen == 5               # ended: given back at once, no idle time needed
+    cancel = threading.Event()
+    told: list = []
+    waiter = threading.Thread(target=lambda: _try_slot(ib, cancel, told))
+    waiter.start()
+    time.sleep(0.2)
+    assert waiter.is_alive()                        # nothing starts under the gen it was asked for
+    now[0] += 0.01                                  # past the request spacing of the window's rate
+    ib.apply(Budget(gen=6, wiki_host="h", windows=window))
+    waiter.join(2)
+    assert not waiter.is_alive() and ib.use().released_gen is None
