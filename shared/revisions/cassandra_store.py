@@ -1,6 +1,8 @@
 """RevisionStore on Cassandra (tables in cassandra/schema.cql): prepared, idempotent statements run
 concurrently at a configurable level (LOCAL_QUORUM by default, for writes and reads); a page's latest
 pointer is written only after all its rows. Texts are stored history-native (shared/revisions/cql_text.py).
+write_pages() takes many pages through the same steps, each step one concurrent round for all of them, and
+counts nothing before every row of the call is acknowledged; write() is write_pages() of one page.
 
 The per-month and per-page revision counts are exact with concurrent writers of one page: each cell
 is written with USING TIMESTAMP = the count itself, so the largest count wins whatever the order of
