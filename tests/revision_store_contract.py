@@ -274,6 +274,14 @@ class RevisionStoreContract:
             assert store.page(wiki, page_id).revisions == len(revisions)
             assert store.resume_point(wiki, page_id).rev_id == revisions[-1].rev_id
 
+    def test_write_pages_keeps_wikis_apart(self, store, wiki):
+        other = wiki.replace("test-", "also-")
+        here, there = make_history(wiki, 51, 5), make_history(other, 51, 7, first_rev_id=1001)   # same page id
+        store.write_pages([here, there])
+        assert list(store.history(wiki, 51)) == newest_first(metadata(here))
+        assert list(store.history(other, 51)) == newest_first(metadata(there))
+        assert (store.page(wiki, 51).revisions, store.page(other, 51).revisions) == (5, 7)
+
     def test_write_pages_takes_pages_of_one_page_each(self, store, wiki):
         with pytest.raises(ValueError, match="one page"):
             store.write_pages([make_history(wiki, 1, 2) + make_history(wiki, 2, 1, first_rev_id=7000)])
