@@ -236,14 +236,11 @@ class DataSource:
             if (rev.timestamp, rev.rev_id) <= (resume.timestamp, resume.rev_id):
                 yield rev
 
-    def _older(self, back: int, newest: tuple[int, float]) -> int:
-        """The stored id `back` places before `newest` (rev id, epoch seconds): only a subscriber capped below
-        the stored count asks, and the read stops there."""
+    def _older(self, newest: tuple[int, float]) -> list[int]:
+        """Every stored id up to `newest` (rev id, epoch seconds), oldest first: read only for a subscriber
+        capped below the stored count, once per source."""
         resume = ResumePoint(newest[0], datetime.fromtimestamp(newest[1], timezone.utc))
-        for i, rev in enumerate(self._stored_before(resume)):
-            if i == back:
-                return rev.rev_id
-        raise IndexError(back)
+        return [rev.rev_id for rev in self._stored_before(resume)][::-1]
 
     def _allowances(self) -> dict[Subscriber, int | None]:
         """What each subscriber may take now (None = unlimited): spent when the batch is written."""

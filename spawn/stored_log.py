@@ -7,8 +7,9 @@ timestamps (the revisit rate). The store keeps the count beside the resume point
 written together), so a source starts from one read of that row and one bounded read of the newest
 revisions. An older id is read only when a subscriber capped below the stored count needs it.
 """
+from array import array
 from collections import deque
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Sequence
 
 # newest (rev id, timestamp) pairs kept in memory: enough for the revisit rate and for the ids subscribers
 # are credited with while they follow the source
@@ -17,14 +18,15 @@ RECENT_MAX = 1000
 
 class StoredLog:
     """The page's stored revision ids up to the resume point, oldest first, as Subscriber.credit reads them
-    (len() and [index]): the newest RECENT_MAX are held, an older one is asked of `older(back, newest)`: the
-    stored id `back` places before `newest` (rev id, timestamp), the newest held."""
+    (len() and [index]): the newest RECENT_MAX are held; an older one is asked of `older(newest)`, which
+    returns every stored id up to `newest` (rev id, timestamp), oldest first, kept from then on."""
 
-    def __init__(self, count: int, recent: Iterable[tuple[int, float]], older: Callable[[int, tuple[int, float]], int]):
+    def __init__(self, count: int, recent: Iterable[tuple[int, float]],
+                 older: Callable[[tuple[int, float]], Sequence[int]]):
         self._recent: deque[tuple[int, float]] = deque(recent, maxlen=RECENT_MAX)   # oldest first
         self._count = max(count, len(self._recent))
         self._older = older
-        self._looked_up: dict[int, int] = {}
+        self._all: array | None = None      # every id, once a capped subscriber needed an older one
 
     def __len__(self) -> int:
         return self._count
@@ -37,9 +39,11 @@ class StoredLog:
         back = self._count - 1 - index
         if back < len(self._recent):
             return self._recent[-1 - back][0]
-        if back not in self._looked_up:      # a capped subscriber is credited again with every lease
-            self._looked_up = {back: self._older(back, self._recent[-1])}
-        return self._looked_up[back]
+        if self._all is None:       # read once: a capped subscriber is credited again with every lease
+            self._all = array("q", self._older(self._recent[-1]))
+        if back >= len(self._all):
+            raise IndexError(index)
+        return self._all[len(self._all) - 1 - back]
 
     @property
     def newest(self) -> int | None:
@@ -51,7 +55,8 @@ class StoredLog:
 
     def extend(self, stored: Iterable[tuple[int, float]]) -> None:
         """Revisions this source stored after the others, oldest first."""
-        for item in stored:
-            self._recent.append(item)
+        for rev_id, ts in stored:
+            self._recent.append((rev_id, ts))
             self._count += 1
-            self._looked_up = {}
+            if self._all is not None:
+                self._all.append(rev_id)

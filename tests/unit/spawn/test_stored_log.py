@@ -10,35 +10,35 @@ from tests.unit.spawn.test_registry import Harness, spec
 
 
 class Older:
-    """The store's answer for the id `back` places before `newest` where ids are 1, 2, 3, ..., and what was asked."""
+    """The store's ids up to `newest` where ids are 1, 2, 3, ..., and how often they were read."""
 
     def __init__(self):
-        self.asked = []
+        self.reads = 0
 
-    def __call__(self, back: int, newest: tuple[int, float]) -> int:
-        self.asked.append(back)
-        return newest[0] - back
+    def __call__(self, newest: tuple[int, float]) -> list[int]:
+        self.reads += 1
+        return list(range(1, newest[0] + 1))
 
 
-@pytest.mark.parametrize("count, recent, index, expected, asked", [
-    (5, [(4, 0.0), (5, 0.0)], -1, 5, []),           # the newest is held
-    (5, [(4, 0.0), (5, 0.0)], 3, 4, []),
-    (5, [(4, 0.0), (5, 0.0)], 0, 1, [4]),           # an older one is read: 4 places before the newest
-    (5, [(4, 0.0), (5, 0.0)], 2, 3, [2]),
-    (1, [(1, 0.0)], 0, 1, []),
+@pytest.mark.parametrize("count, recent, index, expected, reads", [
+    (5, [(4, 0.0), (5, 0.0)], -1, 5, 0),           # the newest are held
+    (5, [(4, 0.0), (5, 0.0)], 3, 4, 0),
+    (5, [(4, 0.0), (5, 0.0)], 0, 1, 1),            # an older one is read from the store
+    (5, [(4, 0.0), (5, 0.0)], 2, 3, 1),
+    (1, [(1, 0.0)], 0, 1, 0),
 ])
-def test_ids_are_held_for_the_newest_and_read_for_older_ones(count, recent, index, expected, asked):
+def test_ids_are_held_for_the_newest_and_read_for_older_ones(count, recent, index, expected, reads):
     older = Older()
     log = StoredLog(count, recent, older)
-    assert (len(log), log[index], older.asked) == (count, expected, asked)
+    assert (len(log), log[index], older.reads) == (count, expected, reads)
 
 
-def test_an_older_id_is_read_once_until_the_log_grows():
+def test_older_ids_are_read_once_and_the_log_grows_on():
     older = Older()
     log = StoredLog(10, [(10, 0.0)], older)
-    assert (log[2], log[2]) == (3, 3) and older.asked == [7]
-    log.extend([(11, 1.0)])
-    assert (len(log), log.newest, log[-1], log[2]) == (11, 11, 11, 3) and older.asked == [7, 8]
+    assert (log[2], log[5]) == (3, 6) and older.reads == 1
+    log.extend([(11, 1.0), (12, 2.0)])
+    assert (len(log), log.newest, log[-1], log[2], log[10]) == (12, 12, 12, 3, 11) and older.reads == 1
 
 
 def test_the_log_holds_at_most_the_newest_recent_max_and_their_timestamps_newest_first():
@@ -77,10 +77,12 @@ def test_a_source_starting_on_a_stored_page_is_credited_from_the_count_without_r
     assert last_id == h.wiki.history[-1].rev_id and every == pytest.approx(86400, rel=0.1)
 
 
-def test_a_subscriber_capped_below_the_stored_count_reads_only_back_to_its_last_revision():
+def test_a_subscriber_capped_below_the_stored_count_reads_the_stored_ids_once():
     h = CountingHarness()
     h.registry.upsert(spec("a", quota=2990))
+    h.registry.upsert(spec("b", quota=10))
     h.run()
-    st = h.status("a")
-    assert (st.state, st.revisions, st.last_rev_id) == ("limit_reached", 2990, h.wiki.history[2989].rev_id)
-    assert h.rows <= 40 + 20
+    for sub_id, n in (("a", 2990), ("b", 10)):
+        st = h.status(sub_id)
+        assert (st.state, st.revisions, st.last_rev_id) == ("limit_reached", n, h.wiki.history[n - 1].rev_id)
+    assert h.rows <= 40 + 3000
