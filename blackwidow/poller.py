@@ -88,7 +88,7 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
             fencing.check(session, state.fence)
         before = quota_store.load(session)
         snap = leasing.mark_leased(store.load_snapshot(session), leasing.leased_tenants(before))
-        upstream = identities.load(session)
+        upstream = identities.load(session, reported={i for uses in state.uses.values() for i in uses})
     live = sorted((n for n in snap.nodes.values() if n.state == store.LIVE), key=lambda n: n.id)
     live_ids = frozenset(n.id for n in live)
     state.live_urls = {n.id: n.url for n in live}          # kept alive from now on, however long this tick

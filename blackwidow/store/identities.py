@@ -70,15 +70,16 @@ def _subscribed_hosts(session: Session) -> dict[str, int]:
     return counts
 
 
-def load(session: Session) -> UpstreamSnapshot:
-    """Everything the tick's allocation needs, in one read: identities (rows, and defaults for subscribed
-    hosts without one), every hold written and not dropped, tenant weights."""
+def load(session: Session, reported: Iterable[str] = ()) -> UpstreamSnapshot:
+    """Everything the tick's allocation needs, in one read: identities (rows, and defaults for the
+    identities nodes reported using without one), every hold written and not dropped, tenant weights.
+    Only a node's report creates demand, so no scan of the subscriptions is needed on the tick's path."""
     rows = {r.id: r for r in session.scalars(sa.select(Identity))}
     holds: dict[str, list[Hold]] = {}
     for w in session.scalars(sa.select(IdentityWindow)):
         holds.setdefault(w.identity_id, []).append(_hold(w))
     states = {}
-    for host in sorted({*rows, *_subscribed_hosts(session)}):
+    for host in sorted({*rows, *reported}):
         row = rows.get(host)
         if row is None:
             states[host] = IdentityState(host, default_limits(host), 0, None, ())

@@ -1,7 +1,8 @@
 """What the scheduler's tick calls for upstream budgets. Pure: no I/O, no clock.
 
 Per tick (docs/upstream.md):
-  1. in the write-ahead transaction, before the polls: `snapshot = store.identities.load(session)`,
+  1. in the write-ahead transaction, before the polls: `snapshot = store.identities.load(session, reported)`
+     (the identity ids in `last_uses`),,
      `plans = plan_budgets(snapshot, last_uses, live_nodes, now, params(config))`,
      `store.identities.save(session, snapshot, plans)`; commit;
   2. each node's Poll carries `budgets_for(plans, node_id)` as `Poll.budgets`;

@@ -97,7 +97,7 @@ def test_windows_pauses_and_refusals_are_shown(api, hub_maker, tenant):
     _subscribe(api, tenant, ENWIKI)
     now = 2_000_000_000.0
     with hub_maker.begin() as session:
-        snap = store.load(session)
+        snap = store.load(session, {"en.wikipedia.org"})          # a node reported using it
         hold = Hold(0, "0b7f4c9e-0000-5000-8000-000000000001", now - 5, now + 10, 3.0, 1)
         store.save(session, snap, {"en.wikipedia.org": Plan(1, (hold,), (), {}, {})})
     resource = api.app._router.find("/v1/identities")[0]

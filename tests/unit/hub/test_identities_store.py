@@ -26,9 +26,12 @@ def _seed(session) -> tuple[str, str]:
     return "t-1", "t-2"
 
 
+REPORTED = {"en.wikipedia.org", "127.0.0.1:8780"}
+
+
 def _tick(session, demand, now):
     """What the scheduler does each tick for every identity: load, allocate, write ahead."""
-    snap = store.load(session)
+    snap = store.load(session, REPORTED)
     plans = {i: allocate(state, demand, snap.weights, now, P) for i, state in snap.identities.items()}
     store.save(session, snap, plans)
     return plans
@@ -38,7 +41,9 @@ def check_store(maker) -> None:
     with maker.begin() as session:
         _seed(session)
     with maker.begin() as session:
-        snap = store.load(session)
+        # identities come from rows and from what nodes report using, never from a scan of the subscriptions
+        assert store.load(session).identities == {}
+        snap = store.load(session, REPORTED)
         assert set(snap.identities) == {"en.wikipedia.org", "127.0.0.1:8780"}
         assert snap.identities["en.wikipedia.org"].limits == default_limits("en.wikipedia.org")
         assert snap.stored == frozenset() and snap.weights == {"t-1": 1.0, "t-2": 3.0}
@@ -62,7 +67,14 @@ def check_store(maker) -> None:
         assert violations(holds, 1, binding_rate(default_limits("en.wikipedia.org")), P.handover_s) == []
         assert {r.node_id for r in rows} <= {"node-a", "node-b"}
         assert session.get(Identity, "en.wikipedia.org").gen == 8
-        assert store.load(session).identities["en.wikipedia.org"].gen == 8
+        assert store.load(session, REPORTED).identities["en.wikipedia.org"].gen == 8
+
+    # node-b gives its slot back: its running hold ends at the tick's now, the row is cut in place
+    with maker.begin() as session:
+        _tick(session, {"node-a": Demand(), "node-b": Demand(released_gen=8)}, NOW + 15)
+    with maker.begin() as session:
+        rows = session.query(IdentityWindow).filter_by(identity_id="en.wikipedia.org", node_id="node-b").all()
+        assert max(r.end_s for r in rows) == NOW + 15
 
     # a node saw a 429: every node's next budget pauses, each with its own jitter
     with maker.begin() as session:
@@ -85,7 +97,7 @@ def check_store(maker) -> None:
 
     # a cycle later every hold that ended is dropped
     with maker.begin() as session:
-        _tick(session, {}, NOW + 18 + P.cycle_s + 3 * P.window_s)
+        _tick(session, {}, NOW + 90 + P.cycle_s + 3 * P.window_s)         # past the pause and the holds after it
         assert session.query(IdentityWindow).count() == 0
 
 
