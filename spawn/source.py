@@ -63,6 +63,7 @@ class DataSource:
         self._opening: Opening | None = None   # the first history batch, read with the title's resolution
         self._opened: PageState | None = None  # the stored page row that batch starts from
         self._log: StoredLog | None = None  # the page's stored revisions up to the resume point
+        self._unnamed: list[Subscriber] = []   # credited below the held ids: to credit again once read
         self.written = 0                    # revisions this process wrote for this source
         self.complete = False
         self.had_history = False            # once complete: its requests are in the freshness lane
@@ -71,9 +72,12 @@ class DataSource:
     def attach(self, sub: Subscriber) -> None:
         with self._lock:
             self._subs[sub.id] = sub
-            loaded = self._log is not None
-            if loaded:
-                sub.credit(self._log)
+            log = self._log
+            loaded = log is not None
+            if log is not None:
+                sub.credit(log)
+                if log.wants_older:
+                    self._unnamed.append(sub)       # its last revision is named by this source's thread
         if loaded and sub.at_limit():
             self._release(sub)
         self._wake.set()    # a newcomer may want content or more revisions than the others
@@ -169,6 +173,8 @@ class DataSource:
             if opened is None or opened.page_id != self.page.page_id:
                 opened = self.store.page(self.client.host, self.page.page_id)
             self._load(opened)
+        if self._log is not None and self._log.wants_older:
+            self._credit(self._log)
         self._report("running")
         return True
 
@@ -203,19 +209,29 @@ class DataSource:
         """Credit every subscriber from the page's stored count up to its resume point (`state`). Rows past
         the resume point belong to a batch a crash interrupted: they are not counted here and will be
         fetched, written and delivered again."""
-        log = self._stored(state)
+        self._credit(self._stored(state))
+
+    def _credit(self, log: StoredLog) -> None:
+        """Credit every subscriber from `log`, in the source's thread: a subscriber capped below the stored
+        count needs an older id, read here (never under the registry's lock, which polls wait on)."""
         with self._lock:
             self._log = log
             subs = list(self._subs.values())
+            released, self._unnamed = [s for s in self._unnamed if s.id not in self._subs], []
         for sub in subs:
             sub.credit(log)
+        if log.wants_older:
+            log.load_older()
+            for sub in subs + released:
+                sub.credit(log)
+        for sub in subs:
             if sub.at_limit():
                 self._release(sub)
 
     def _stored(self, state: PageState | None) -> StoredLog:
-        """The stored log from the page's row and its newest revisions (at most RECENT_MAX, within a span
-        before the newest: RECENT_SPAN_MIN): a few reads however long the history. A row without a count (written
-        before the store kept one) is counted from the history once."""
+        """The stored log from the page's row and its newest revisions (at most RECENT_MAX, from the span
+        before the newest that RECENT_SPAN_MIN describes): a few reads however long the history. A row
+        without a count (written before the store kept one) is counted from the history once."""
         if state is None:
             return StoredLog(0, (), self._older)
         resume = ResumePoint(state.latest_rev_id, state.latest_timestamp)
@@ -361,7 +377,9 @@ class DataSource:
                 return
             newest = [datetime.fromtimestamp(t, timezone.utc)
                       for t in self._log.newest_timestamps(revisit.window_size(n))]
-            last_id = self._log[-1]
+            last_id = self._log.newest
+            if last_id is None:
+                return
         interval = revisit.interval_from_history(newest, n)
         age = self._now() - newest[0].timestamp()
         delay = revisit.first_delay(interval, age, self.revisit_min_s, self.revisit_max_s)

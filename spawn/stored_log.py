@@ -18,8 +18,10 @@ RECENT_MAX = 1000
 
 class StoredLog:
     """The page's stored revision ids up to the resume point, oldest first, as Subscriber.credit reads them
-    (len() and [index]): the newest RECENT_MAX are held; an older one is asked of `older(newest)`, which
-    returns every stored id up to `newest` (rev id, timestamp), oldest first, kept from then on."""
+    (len() and [index]): the newest RECENT_MAX are held. An older one is None (unknown yet) and sets
+    `wants_older`: the source's own thread then calls load_older() (a store read, never under a lock the
+    registry or a poll waits on), which asks `older(newest)` for every stored id up to `newest` (rev id,
+    timestamp), oldest first, and credits its subscribers again."""
 
     def __init__(self, count: int, recent: Iterable[tuple[int, float]],
                  older: Callable[[tuple[int, float]], Sequence[int]]):
@@ -27,11 +29,12 @@ class StoredLog:
         self._count = max(count, len(self._recent))
         self._older = older
         self._all: array | None = None      # every id, once a capped subscriber needed an older one
+        self.wants_older = False
 
     def __len__(self) -> int:
         return self._count
 
-    def __getitem__(self, index: int) -> int:
+    def __getitem__(self, index: int) -> int | None:
         if index < 0:
             index += self._count
         if not 0 <= index < self._count:
@@ -39,11 +42,18 @@ class StoredLog:
         back = self._count - 1 - index
         if back < len(self._recent):
             return self._recent[-1 - back][0]
-        if self._all is None:       # read once: a capped subscriber is credited again with every lease
-            self._all = array("q", self._older(self._recent[-1]))
+        if self._all is None:
+            self.wants_older = True
+            return None
         if back >= len(self._all):
             raise IndexError(index)
         return self._all[len(self._all) - 1 - back]
+
+    def load_older(self) -> None:
+        """Read every stored id once (a capped subscriber is credited again with every lease)."""
+        if self._all is None and self._recent:
+            self._all = array("q", self._older(self._recent[-1]))
+        self.wants_older = False
 
     @property
     def newest(self) -> int | None:

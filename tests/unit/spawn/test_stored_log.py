@@ -20,23 +20,25 @@ class Older:
         return list(range(1, newest[0] + 1))
 
 
-@pytest.mark.parametrize("count, recent, index, expected, reads", [
-    (5, [(4, 0.0), (5, 0.0)], -1, 5, 0),           # the newest are held
-    (5, [(4, 0.0), (5, 0.0)], 3, 4, 0),
-    (5, [(4, 0.0), (5, 0.0)], 0, 1, 1),            # an older one is read from the store
-    (5, [(4, 0.0), (5, 0.0)], 2, 3, 1),
-    (1, [(1, 0.0)], 0, 1, 0),
+@pytest.mark.parametrize("count, recent, index, expected, wants_older", [
+    (5, [(4, 0.0), (5, 0.0)], -1, 5, False),           # the newest are held
+    (5, [(4, 0.0), (5, 0.0)], 3, 4, False),
+    (5, [(4, 0.0), (5, 0.0)], 0, None, True),          # an older one is unknown until read
+    (5, [(4, 0.0), (5, 0.0)], 2, None, True),
+    (1, [(1, 0.0)], 0, 1, False),
 ])
-def test_ids_are_held_for_the_newest_and_read_for_older_ones(count, recent, index, expected, reads):
+def test_ids_are_held_for_the_newest_and_older_ones_are_asked_for(count, recent, index, expected, wants_older):
     older = Older()
     log = StoredLog(count, recent, older)
-    assert (len(log), log[index], older.reads) == (count, expected, reads)
+    assert (len(log), log[index], log.wants_older, older.reads) == (count, expected, wants_older, 0)
 
 
 def test_older_ids_are_read_once_and_the_log_grows_on():
     older = Older()
     log = StoredLog(10, [(10, 0.0)], older)
-    assert (log[2], log[5]) == (3, 6) and older.reads == 1
+    assert log[2] is None and log.wants_older
+    log.load_older()
+    assert (log[2], log[5], log.wants_older) == (3, 6, False) and older.reads == 1
     log.extend([(11, 1.0), (12, 2.0)])
     assert (len(log), log.newest, log[-1], log[2], log[10]) == (12, 12, 12, 3, 11) and older.reads == 1
 
@@ -86,3 +88,16 @@ def test_a_subscriber_capped_below_the_stored_count_reads_the_stored_ids_once():
         st = h.status(sub_id)
         assert (st.state, st.revisions, st.last_rev_id) == ("limit_reached", n, h.wiki.history[n - 1].rev_id)
     assert h.rows <= 40 + 3000
+
+
+def test_a_capped_newcomer_is_named_its_last_revision_by_the_sources_thread_not_under_the_registrys_lock():
+    h = CountingHarness()
+    h.registry.upsert(spec("a"))
+    h.run()
+    read = h.rows
+    h.registry.upsert(spec("b", quota=10))        # the registry's lock is held here: no store read
+    assert h.rows == read and (h.status("b").revisions, h.status("b").last_rev_id) == (10, None)
+    h.run()                                       # the source's pass reads the stored ids once
+    st = h.status("b")
+    assert (st.state, st.revisions, st.last_rev_id) == ("limit_reached", 10, h.wiki.history[9].rev_id)
+    assert h.rows > read
