@@ -311,7 +311,10 @@ def simulated_run(run_dir: Path, titles: Sequence[str]) -> SimResult:
     with private_edge(edge_env) as edge, pg_database("bench_budget_sim") as db_url:
         host = f"127.0.0.1:{edge.seeded_port}"
         cluster = Cluster(run_dir / "simulated", database_url=db_url, keyspace="unused", user_agent=ua,
-                          allowlist=host, hub_env={"BW_MAX_CLOCK_SKEW_S": str(SKEW_S)})
+                          # one budget cycle spans the measured run, so the shares below are over a cycle,
+                          # the span over which the hub balances them (docs/upstream.md)
+                          allowlist=host, hub_env={"BW_MAX_CLOCK_SKEW_S": str(SKEW_S),
+                                                   "BW_BUDGET_CYCLE_S": str(SIM_MEASURE_S)})
         farm: Farm | None = None
         try:
             cluster.start(0)
@@ -361,8 +364,10 @@ def both_demanding(logged: Sequence[LoggedRequest], tenant_of: Callable[[str], s
 
 
 NOTES = """What this does not show:
-- Tenant shares: the hub balances shares over BW_BUDGET_CYCLE_S (900 s) and hands slots out in holds of 15 s;
-  these runs last one to two minutes, so a share here is a handful of holds, not a cycle.
+- Tenant shares: the hub balances shares over BW_BUDGET_CYCLE_S (900 s by default) and hands slots out in
+  holds of 15 s. The simulated run sets the cycle to its own length (120 s), so its shares are over one cycle;
+  the 3-real-spawn run keeps the default, and its shares cover only the span in which both tenants had work
+  (a few holds), where a node that keeps the slot for two holds serves the tenants whose pages it holds.
 - The simulated spawns store nothing (each source is an endless loop of real API requests through the edge);
   their edge runs 3 in flight, 10 r/s, 600/min (the authenticated profile's shape) rather than the anonymous
   numbers, so that many nodes have a slot to hold at once.
