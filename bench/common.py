@@ -1,20 +1,29 @@
 """What the benchmark scripts share: the local services' addresses, markdown tables and goal verdicts,
-throwaway PostgreSQL databases and Cassandra keyspaces. No measurement logic here."""
+throwaway PostgreSQL databases and Cassandra keyspaces, starting and stopping the 3-node Cassandra cluster,
+processes' CPU readings. No measurement logic here."""
 import contextlib
 import os
+import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, NamedTuple, Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCAL_WIKI = "http://127.0.0.1:8780/api.php"
 SEED_EXPECTED = ROOT / ".run/mediawiki/seed/expected.json.gz"
 PG_ADMIN_URL = "postgresql+psycopg2://blackwidow:blackwidow@127.0.0.1:55432/blackwidow"
 CASSANDRA_HOSTS = ("127.0.0.1",)
+CASSANDRA_PORT = 9042
+# the separate 3-node cluster of `scripts/services/cassandra.sh up-cluster` (node n on 127.0.0.<n+1>)
+RING_HOSTS = ("127.0.0.2", "127.0.0.3", "127.0.0.4")
+RING_PORT = 9043
 USER_AGENT = "BlackWidow-bench/0.1 (https://github.com/blackwidow-harvester; ops@example.org) python-requests"
 SECRET = "bench-node-secret"
 CASSANDRA_PID = ROOT / ".run/cassandra/cassandra.pid"
+CASSANDRA_SH = ROOT / "scripts/services/cassandra.sh"
+RING_PIDS = tuple(ROOT / f".run/cassandra-ring/node{n}/cassandra.pid" for n in (1, 2, 3))
 LOCAL_WIKI_DIR = ROOT / ".run/mediawiki"
 
 
@@ -68,14 +77,17 @@ def pg_database(prefix: str) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def cassandra_keyspace(prefix: str, hosts: Sequence[str] = CASSANDRA_HOSTS) -> Iterator[tuple[object, str]]:
+def cassandra_keyspace(prefix: str, hosts: Sequence[str] = CASSANDRA_HOSTS, *, port: int = CASSANDRA_PORT,
+                       replication: int = 1) -> Iterator[tuple[object, str]]:
     """(session, keyspace): a fresh keyspace with the revision schema, dropped afterwards."""
     from shared.revisions.cassandra_store import cluster_for
     from shared.revisions.cql_schema import apply_schema
-    cluster = cluster_for(list(hosts), schema_event_refresh_window=0)
+    cluster = cluster_for(list(hosts), port, schema_event_refresh_window=0)
+    # a fresh ring on a loaded machine can take longer than the driver's 10 s to agree on a new keyspace
+    cluster.max_schema_agreement_wait = 90
     session = cluster.connect()
     keyspace = f"{prefix}_{uuid.uuid4().hex[:8]}"
-    apply_schema(session, keyspace, 1)
+    apply_schema(session, keyspace, replication)
     try:
         yield session, keyspace
     finally:
@@ -106,11 +118,46 @@ def wiki_server_cpu(directory: Path) -> float | None:
         return None
 
 
-def cassandra_cpu() -> float | None:
-    """CPU seconds used so far by the local Cassandra (scripts/services/cassandra.sh), if it runs here."""
+def _pidfile_cpu(pidfile: Path) -> float | None:
+    """CPU seconds used so far by the process a pid file names, if it runs."""
     try:
-        pid = int(CASSANDRA_PID.read_text().strip())
+        pid = int(pidfile.read_text().strip())
         fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError):
         return None
+
+
+def cassandra_cpu() -> float | None:
+    """CPU seconds used so far by the local Cassandra (scripts/services/cassandra.sh), if it runs here."""
+    return _pidfile_cpu(CASSANDRA_PID)
+
+
+def ring_cpu() -> float | None:
+    """CPU seconds used so far by the 3-node cluster's nodes together, if all three run."""
+    each = [_pidfile_cpu(pidfile) for pidfile in RING_PIDS]
+    return None if None in each else sum(each)   # type: ignore[arg-type]
+
+
+@contextlib.contextmanager
+def cassandra_ring() -> Iterator[bool]:
+    """Starts the 3-node cluster (`cassandra.sh up-cluster`, minutes on 2 cores) and yields whether it came
+    up; stops it and deletes its data afterwards, also after a partial start."""
+    script = str(CASSANDRA_SH)
+    up = subprocess.run([script, "up-cluster"], stdout=sys.stderr, stderr=sys.stderr).returncode == 0
+    try:
+        yield up
+    finally:
+        subprocess.run([script, "down-cluster"], stdout=sys.stderr, stderr=sys.stderr)
+
+
+class Servers(NamedTuple):
+    """A Cassandra cluster a spawn can write to: its contact points, CQL port, and a reading of the CPU
+    seconds its nodes have used so far."""
+    hosts: tuple[str, ...]
+    port: int
+    cpu: Callable[[], float | None]
+
+
+SINGLE_NODE = Servers(CASSANDRA_HOSTS, CASSANDRA_PORT, cassandra_cpu)
+RING = Servers(RING_HOSTS, RING_PORT, ring_cpu)

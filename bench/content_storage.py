@@ -11,8 +11,6 @@ import dataclasses
 import json
 import lzma
 import random
-import subprocess
-import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ET
@@ -21,7 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator
 
-from bench.common import ROOT, cassandra_keyspace, heading, table, timer, verdict
+from bench.common import RING, ROOT, cassandra_keyspace, cassandra_ring, heading, table, timer, verdict
 from shared.revisions.model import Revision
 from shared.revisions.text_history import TextInput, digest, plan_texts
 
@@ -29,7 +27,6 @@ DATA = ROOT.parent / "shared" / "data"
 BATCH = 50                   # revisions per write, as a harvest writes them
 READS = 500
 GOAL_RATIO, GOAL_P99_MS = 10.0, 50.0
-RING_PORT = 9043
 
 
 # -- histories: (page id, [(rev_id, text)] oldest first) -----------------------------------------------
@@ -202,22 +199,13 @@ def cassandra_runs(revisions: list[Revision]) -> list[tuple]:
 
 def ring_rate(revisions: list[Revision]) -> float | None:
     """Writer rate on the 3-node cluster at RF 3 (started here and stopped after), or None."""
-    from shared.revisions.cassandra_store import CassandraRevisionStore, cluster_for
-    from shared.revisions.cql_schema import apply_schema
-    script = str(ROOT / "scripts/services/cassandra.sh")
-    if subprocess.run([script, "up-cluster"], stdout=sys.stderr, stderr=sys.stderr).returncode != 0:
-        return None
-    try:
-        cluster = cluster_for(["127.0.0.2"], RING_PORT, schema_event_refresh_window=0)
-        try:
-            session = cluster.connect()
-            apply_schema(session, "bench_ring", 3)
-            store = CassandraRevisionStore(session, "bench_ring")
-            return write_rate(store, [dataclasses.replace(r, wiki="ring.bench") for r in revisions])
-        finally:
-            cluster.shutdown()
-    finally:
-        subprocess.run([script, "down-cluster"], stdout=sys.stderr, stderr=sys.stderr)
+    from shared.revisions.cassandra_store import CassandraRevisionStore
+    with cassandra_ring() as up:
+        if not up:
+            return None
+        with cassandra_keyspace("bench_ring", RING.hosts, port=RING.port, replication=3) as (session, keyspace):
+            return write_rate(CassandraRevisionStore(session, keyspace),
+                              [dataclasses.replace(r, wiki="ring.bench") for r in revisions])
 
 
 def single_rate(revisions: list[Revision]) -> float:

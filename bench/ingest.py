@@ -19,9 +19,9 @@ import requests
 from prometheus_client.parser import text_string_to_metric_families
 
 from bench import bench_wiki
-from bench.common import (CASSANDRA_HOSTS, LOCAL_WIKI, LOCAL_WIKI_DIR, ROOT, SECRET, USER_AGENT,
-                          cassandra_cpu, cassandra_keyspace, group_cpu, heading, seeded_articles, table,
-                          verdict, wiki_server_cpu)
+from bench.common import (LOCAL_WIKI, LOCAL_WIKI_DIR, ROOT, SECRET, SINGLE_NODE, USER_AGENT, Servers,
+                          cassandra_keyspace, group_cpu, heading, seeded_articles, table, verdict,
+                          wiki_server_cpu)
 from shared.hashing import source_uuid, wiki_key
 from shared.http import make_session
 from spawn.host_limiter import HostLimiter
@@ -75,14 +75,17 @@ class Harvest(NamedTuple):
 
 
 def spawn_harvest(api: str, titles: list[str], keyspace: str, log_dir: Path,
-                  wiki_cpu: Callable[[], float | None]) -> Harvest:
-    """One harvest of `titles` by a real spawn process; `wiki_cpu` reads the wiki server's CPU seconds."""
+                  wiki_cpu: Callable[[], float | None], *, servers: Servers = SINGLE_NODE,
+                  content: bool = False) -> Harvest:
+    """One harvest of `titles` by a real spawn process into `keyspace` on `servers` (texts too when
+    `content`); `wiki_cpu` reads the wiki server's CPU seconds."""
     http = make_session(USER_AGENT)
     targets = latest_revids(http, api, titles)
     port = free_port(0)
     url = f"http://127.0.0.1:{port}"
     env = dict(os.environ, BW_NODE_SECRET=SECRET, BW_DATA_DIR=str(log_dir / "data"), BW_HOST_DELAY_S="0",
-               BW_CASSANDRA_HOSTS=",".join(CASSANDRA_HOSTS), BW_CASSANDRA_KEYSPACE=keyspace,
+               BW_CASSANDRA_HOSTS=",".join(servers.hosts), BW_CASSANDRA_PORT=str(servers.port),
+               BW_CASSANDRA_KEYSPACE=keyspace,
                BW_LOG_JSON="true", BW_LOG_LEVEL="WARNING", BW_USER_AGENT=USER_AGENT,
                BW_WIKI_ALLOWLIST=wiki_key(api), BW_METRICS_PORT=str(free_port(0)))
     metrics_url = f"http://127.0.0.1:{env['BW_METRICS_PORT']}"        # /metrics is served only there
@@ -93,12 +96,12 @@ def spawn_harvest(api: str, titles: list[str], keyspace: str, log_dir: Path,
         spawn = procs.start("spawn", [str(BIN / "spawn"), "serve", "--hub", nowhere,
                                       "--bind", f"127.0.0.1:{port}"], env)
         wait_http(url + "/health", procs, statuses=SERVING)     # unregistered, so 503, but serving
-        cpu, server, wiki = group_cpu(spawn.pid), cassandra_cpu() or 0.0, wiki_cpu()
+        cpu, server, wiki = group_cpu(spawn.pid), servers.cpu() or 0.0, wiki_cpu()
         started = time.perf_counter()
         for title in titles:
             sub_id = str(uuid.uuid4())
             spec = {"id": sub_id, "source_uuid": str(source_uuid(api, title)), "tenant_id": "bench",
-                    "wiki": api, "title": title, "content": False, "quota": None}
+                    "wiki": api, "title": title, "content": content, "quota": None}
             answer = http.post(f"{url}/v1/subscriptions", json={"drops": [], "puts": [spec]}, headers=AUTH,
                                timeout=10)
             answer.raise_for_status()
@@ -115,7 +118,7 @@ def spawn_harvest(api: str, titles: list[str], keyspace: str, log_dir: Path,
                 samples = {s.name: s.value for family in text_string_to_metric_families(
                     http.get(metrics_url + "/metrics", timeout=10).text) for s in family.samples}
                 return Harvest(sum(s["revisions"] for s in done.values()), seconds,
-                               group_cpu(spawn.pid) - cpu, (cassandra_cpu() or 0.0) - server,
+                               group_cpu(spawn.pid) - cpu, (servers.cpu() or 0.0) - server,
                                None if wiki is None or wiki_after is None else wiki_after - wiki,
                                samples["bw_spawn_batch_wait_seconds_total"],
                                samples["bw_spawn_store_write_seconds_total"])

@@ -1,6 +1,8 @@
 """`make bench` is not part of the test run (it takes minutes and measures): at least every script it
 runs must import, so a refactoring elsewhere cannot break one unnoticed."""
 import importlib
+from datetime import datetime, timezone
+from types import SimpleNamespace
 
 import pytest
 
@@ -48,3 +50,32 @@ def test_a_logged_request_is_about_the_page_it_names(uri, page):
 def test_shares_compare_each_tenant_with_its_weight():
     from bench.edge_use import shares
     assert shares({"a": 25, "b": 75}, {"a": 1.0, "b": 3.0}) == {"a": (0.25, 0.25), "b": (0.75, 0.75)}
+
+
+class _Stored:
+    """A revision store holding one page, for the ring harvest's completeness check."""
+
+    def __init__(self, sha1s: list[str], counted: int):
+        from shared.revisions.model import PageState
+        self._rows = [SimpleNamespace(rev_id=10 + i, sha1=s) for i, s in enumerate(sha1s)]
+        self._state = PageState("w", 1, "A", 10 + len(sha1s) - 1, datetime.now(timezone.utc), counted)
+
+    def page_id(self, wiki, title):
+        return 1 if title == "A" else None
+
+    def history(self, wiki, page_id):
+        return reversed(self._rows)               # newest first, as the stores answer
+
+    def page(self, wiki, page_id):
+        return self._state
+
+
+@pytest.mark.parametrize("sha1s, counted, expected, problems", [
+    (["a", "b"], 2, {"A": ["a", "b"]}, 0),
+    (["a"], 1, {"A": ["a", "b"]}, 1),                  # a revision missing
+    (["a", "b"], 1, {"A": ["a", "b"]}, 1),             # the page row undercounts
+    (["a", "b"], 2, {"A": ["a", "b"], "B": ["c"]}, 1),  # a page never stored
+])
+def test_ring_harvest_counts_a_history_complete_only_when_it_equals_the_wiki(sha1s, counted, expected, problems):
+    from bench.ring_harvest import history_problems
+    assert len(history_problems(_Stored(sha1s, counted), "w", expected)) == problems
