@@ -252,6 +252,9 @@ def test_the_admin_helper_moves_hides_deletes_and_restores(writable_wiki):
     assert [r["revid"] for r in history[:2]] == [first, second] and len(history) == 3
 
     admin.revisiondelete([first], hide=("content", "comment"))
+    # the current revision's content cannot be hidden: MediaWiki refuses that item, and so does the helper
+    with pytest.raises(WikiApiError, match="revdelete-hide-current"):
+        admin.revisiondelete([history[-1]["revid"]], hide=("content",))
     anonymous = writable_wiki.session()
     body = api_call(anonymous, writable_wiki.api_url, action="query", prop="revisions", titles=moved,
                     rvprop="ids|comment|content", rvslots="main", rvdir="newer", rvlimit=10)
