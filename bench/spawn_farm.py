@@ -45,6 +45,7 @@ class SimNode:
         self.contact: float | None = None      # the hub's last call (None: never called yet)
         self.named: dict[str, float] = {}      # id -> when a poll last named it (or it was put)
         self.last_assigned: tuple[str, ...] = ()     # the last complete list
+        self.put_since: set[str] = set()              # put after it: keepalives keep them named, as spawn.node does
         self.round = poll_rounds.Round()
 
     def heard(self) -> None:
@@ -62,6 +63,7 @@ class SimNode:
         self.round, complete = poll_rounds.receive(self.round, poll.page, poll.assigned)
         if complete is not None:
             self.last_assigned = complete
+            self.put_since = set()
         return poll.report
 
     def touch(self, ids, now: float) -> None:
@@ -70,13 +72,14 @@ class SimNode:
                 self.named[sub_id] = now
 
     def refresh(self, now: float) -> None:
-        self.touch(self.last_assigned, now)
+        self.touch((*self.last_assigned, *self.put_since), now)
 
     def expire(self, now: float, detach_after_s: float, orphan_after_s: float) -> tuple[int, int]:
         """(detached, orphaned) as a real spawn's watchdog and registry would now."""
         if self.contact is not None and now - self.contact > detach_after_s:
             self.subs.clear()
             self.named.clear()
+            self.put_since = set()
             self.boot_id = uuid.uuid4().hex
             self.round = poll_rounds.Round()
             self._report = None
@@ -90,6 +93,7 @@ class SimNode:
     def put(self, sub_id: str, spec: dict) -> tuple[int, dict]:
         changed = self.subs.get(sub_id) != spec
         self.named.setdefault(sub_id, time.monotonic())
+        self.put_since.add(sub_id)
         if changed:
             self.subs[sub_id] = spec
             self._report = None
@@ -98,6 +102,7 @@ class SimNode:
     def delete(self, sub_id: str) -> tuple[int, dict]:
         removed = self.subs.pop(sub_id, None) is not None
         self.named.pop(sub_id, None)
+        self.put_since.discard(sub_id)
         if removed:
             self._report = None
         return 200, {"id": sub_id, "removed": removed}

@@ -46,6 +46,9 @@ class Node:
         self.attached = False
         self.detached = False                                 # since hub silence, until registered again
         self._last_assigned: tuple[str, ...] = ()            # what the hub's last complete list named
+        # put since that list: the hub assigned them after it, so keepalives keep them named too (a tick that
+        # places a million subscriptions outlasts the orphan timer before its next list arrives)
+        self._put_since: set[str] = set()
         self._round = poll_rounds.Round()                     # the paged list being received
         self._registration_failure: HubError | None = None    # the last attempt's, until one succeeds
         self.poll_interval_s: float | None = None
@@ -77,21 +80,24 @@ class Node:
             if complete is not None:        # only a complete list may make an orphan
                 self.registry.poll(complete)
                 self._last_assigned = complete
+                self._put_since = set()
         return self.report(poll.report if poll is not None else None)
 
     def keepalive(self) -> dict:
-        """The hub is alive but between polls (a long tick): no detach, and what its last poll named is
-        still named (no orphan timer runs out because the hub is busy)."""
+        """The hub is alive but between polls (a long tick): no detach, and what its last complete list named,
+        or it put since, is still named (no orphan timer runs out because the hub is busy)."""
         self.contact()
-        self.registry.poll(self._last_assigned)
+        self.registry.poll(self._last_assigned + tuple(self._put_since))
         return {"node_id": self.node_id, "boot_id": self.boot_id, "attached": self.attached}
 
     def put(self, spec: SubscriptionSpec) -> tuple[SubscriptionStatus, bool]:
         self.contact()
+        self._put_since.add(spec.id)
         return self.registry.upsert(spec)
 
     def delete(self, sub_id: str) -> bool:
         self.contact()
+        self._put_since.discard(sub_id)
         return self.registry.remove(sub_id)
 
     # -- views -----------------------------------------------------------------------------
@@ -139,6 +145,7 @@ class Node:
         self.detached = True
         self.boot_id = uuid.uuid4().hex
         self._round = poll_rounds.Round()
+        self._put_since = set()
         self._need_register.set()
 
     def register_once(self) -> RegistrationAck:

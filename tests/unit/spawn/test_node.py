@@ -104,3 +104,19 @@ def test_keepalives_between_polls_keep_the_node_attached_and_its_named_subscript
     assert not node.detached
     # "a" stays named; "b", never named by a poll, is an orphan after orphan_after_s like without keepalives
     assert [s.id for s in h.registry.snapshot()] == ["a"]
+
+
+def test_a_subscription_put_during_a_long_tick_stays_named_by_keepalives_until_the_next_list():
+    h, node = make_node()
+    node.register_once()
+    node.put(spec("a"))
+    node.heartbeat(Poll(node_id="node-1", assigned=("a",)))     # the tick's poll, before its sends
+    node.put(spec("b"))                                          # the same tick places "b" here
+    for _ in range(6):                                           # the tick lasts 60 s: keepalives every 10 s
+        h.clock.advance(10)
+        node.keepalive()
+    assert [s.id for s in h.registry.snapshot()] == ["a", "b"]
+    node.heartbeat(Poll(node_id="node-1", assigned=("a",)))     # the next list no longer names "b"
+    h.clock.advance(h.registry.orphan_after_s + 1)
+    node.keepalive()
+    assert [s.id for s in h.registry.snapshot()] == ["a"]
