@@ -71,8 +71,17 @@ def pg_database(prefix: str) -> Iterator[str]:
     try:
         yield PG_ADMIN_URL.rsplit("/", 1)[0] + "/" + name
     finally:
-        with admin.connect() as conn:
-            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        # autovacuum may be working on a database a benchmark just filled, and FORCE may not end a
+        # superuser's worker: try again until it has finished
+        for attempt in range(60):
+            try:
+                with admin.connect() as conn:
+                    conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+                break
+            except sa.exc.ProgrammingError:
+                if attempt == 59:
+                    raise
+                time.sleep(2)
         admin.dispose()
 
 

@@ -103,7 +103,7 @@ def hub(db_url: str, routing: str, join_url: str, changes: int, cycles: int) -> 
     state = PollerState()
     # and its keepalives, as a leading scheduler sends them (the farm's nodes detach like real spawns)
     from blackwidow import keepalive
-    keepalive.start(config, USER_AGENT, lambda: state.live_urls)
+    keeping, stop_keeping = keepalive.start(config, USER_AGENT, lambda: state.live_urls)
 
     def tick(phase: str) -> None:
         client.reset()
@@ -115,7 +115,7 @@ def hub(db_url: str, routing: str, join_url: str, changes: int, cycles: int) -> 
                           "polled": r.polled,
                           "failed": len(r.failed), "kind": r.kind, "sent": r.sent,
                           "send_failures": r.send_failures, "dropped": r.dropped, "adopted": r.adopted,
-                          "rss_mb": rss, "peak_mb": peak}), flush=True)
+                          "rss_mb": rss, "peak_mb": peak, "stages": r.stages}), flush=True)
 
     tick("initial placement")
     tick("first poll after placement")
@@ -129,6 +129,8 @@ def hub(db_url: str, routing: str, join_url: str, changes: int, cycles: int) -> 
         register_node(session, join_url)
     tick("hard reload")
     tick("full poll cycle after")
+    stop_keeping.set()           # before the interpreter exits under its executor
+    keeping.join()
 
 
 # -- the benchmark -------------------------------------------------------------------------------
@@ -173,7 +175,8 @@ def run(nodes: int, subscriptions: int, routing: str, changes: int, cycles: int)
             for line in hub_proc.stdout:
                 if line.startswith("{"):
                     ticks.append(json.loads(line))
-                    print(f"hub_scale: {routing} {ticks[-1]['phase']}: {ticks[-1]['seconds']:.1f} s",
+                    stages = " ".join(f"{k} {v:.1f}" for k, v in ticks[-1]["stages"].items())
+                    print(f"hub_scale: {routing} {ticks[-1]['phase']}: {ticks[-1]['seconds']:.1f} s ({stages})",
                           file=sys.stderr, flush=True)
             if hub_proc.wait() != 0:
                 raise RuntimeError(f"the hub process exited with {hub_proc.returncode}")

@@ -53,8 +53,9 @@ class Subscription(Base):
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    # looked up by tenant through uq_subscription_tenant_source (its leading column): no index of its own
     tenant_id: Mapped[str] = mapped_column(String(36), ForeignKey("tenants.id", ondelete="CASCADE"),
-                                           nullable=False, index=True)
+                                           nullable=False)
     wiki: Mapped[str] = mapped_column(String(2048), nullable=False)      # canonical api.php URL
     title: Mapped[str] = mapped_column(String(255), nullable=False)      # normalized title
     source_uuid: Mapped[str] = mapped_column(String(36), nullable=False, index=True)

@@ -67,6 +67,8 @@ class TickResult:
     drop_failures: int
     adopted: int
     seconds: float
+    # wall seconds per stage (load, grants, polls, decide, sends, record): where a long tick went
+    stages: Mapping[str, float] = field(default_factory=dict)
 
 
 @without_cyclic_gc
@@ -80,6 +82,7 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
     metrics = metrics or SchedulerMetrics()
     state = state if state is not None else PollerState()
     at = now()
+    stages = _Stages()
     with sessionmaker.begin() as session:
         if state.fence is None:
             state.fence = fencing.claim(session, holder_id(), at)
@@ -92,6 +95,7 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
     live = sorted((n for n in snap.nodes.values() if n.state == store.LIVE), key=lambda n: n.id)
     live_ids = frozenset(n.id for n in live)
     state.live_urls = {n.id: n.url for n in live}          # kept alive from now on, however long this tick
+    stages.end("load")
     leases = leasing.plan_grants(before, snap, live_ids, leasing.params_for(config), at.timestamp(), state.quota)
     budgets = upstream_tick.plan_budgets(upstream, state.uses, live_ids, at.timestamp(), upstream_tick.params(config))
     if leases.any or budgets:
@@ -101,9 +105,11 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
             if leases.any:
                 quota_store.write_grants(session, leases, at)
             identities.save(session, upstream, budgets)
+    stages.end("grants")
 
     paging = poll_pages.Paging(config.poll_page_ids, config.report_page_items)
     polled = _poll_nodes(spawn_client, live, snap, metrics, leases, budgets, paging)
+    stages.end("polls")
     state.uses = {nid: r.identities for nid, r in polled.reports.items()} | \
         {nid: use for nid, use in state.uses.items() if nid in polled.failed}
     rules = Rules.of(config)
@@ -111,9 +117,11 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
                       previous_live=state.routed_nodes if state.routed_nodes is not None else live_ids,
                       memory=state.quota)
     _log_decision(snap, decision)
+    stages.end("decide")
     with sessionmaker.begin() as session:
         fencing.check(session, state.fence)          # a deposed leader sends nothing
     outcomes = _execute(spawn_client, decision.plan, snap, metrics)
+    stages.end("sends")
     settlement = settle(snap, decision, outcomes, at, rules)
     try:
         with sessionmaker.begin() as session:
@@ -125,6 +133,7 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
         # sends already happened; the next tick adopts what the nodes report
         metrics.tick_errors.inc()
         logger.exception("tick.record_failed")
+    stages.end("record")
     state.routed_nodes = decision.live
     state.live_urls = {nid: url for nid, url in state.live_urls.items() if nid in decision.live}
 
@@ -140,10 +149,21 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
                         live=tuple(sorted(decision.live)), kind=plan.kind,
                         sent=sum(o.ok for o in puts), send_failures=sum(not o.ok for o in puts),
                         dropped=sum(o.ok for o in drops), drop_failures=sum(not o.ok for o in drops),
-                        adopted=len(plan.adopts), seconds=time.monotonic() - started)
+                        adopted=len(plan.adopts), seconds=time.monotonic() - started, stages=stages.seconds)
     metrics.tick_seconds.observe(result.seconds)
     logger.debug("tick.done", extra=vars(result))
     return result
+
+
+class _Stages:
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._last = time.monotonic()
+
+    def end(self, name: str) -> None:
+        now = time.monotonic()
+        self.seconds[name] = now - self._last
+        self._last = now
 
 
 def _log_decision(snap: Snapshot, decision: Decision) -> None:
