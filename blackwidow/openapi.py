@@ -42,9 +42,12 @@ SCHEMAS = {
                         "tenant that typed the same title."},
         "page_key": {**_ID, "nullable": True, "readOnly": True,
                      "description": "source_uuid of the article the wiki resolved the title to (a redirect's "
-                     "target), once a spawn reported it; subscriptions route on it when known."},
+                     "target), once a spawn reported it; it follows the page when the page is moved. "
+                     "Subscriptions route on it when known."},
         "quota": _QUOTA, "content": {"type": "boolean"}, "enabled": {"type": "boolean"},
-        "state": {"type": "string", "enum": list(STATES)},
+        "state": {"type": "string", "enum": list(STATES),
+                  "description": "`deleted`: the page was deleted on the wiki; its node re-checks it once per "
+                  "longest revisit interval and resumes the harvest when it is undeleted."},
         "node": {**_ID, "nullable": True, "description": "Node it is assigned to."},
         "revisions": {"type": "integer", "description": "Revisions harvested so far."},
         "last_rev_id": {"type": "integer", "nullable": True},
@@ -123,6 +126,25 @@ SCHEMAS["Identity"] = _obj({
     "auth_error_node": {**_ID, "nullable": True, "description": "The node that saw the refusal."},
     "created_at": _NULL_TS, "updated_at": _NULL_TS})
 SCHEMAS["IdentityList"] = _obj({"items": {"type": "array", "items": _ref("Identity")}})
+SCHEMAS["SubscriptionPages"] = validation.schema(validation.PAGES_CREATE)
+_INDEX = {"type": "integer", "description": "The item's position in `titles`, from 0."}
+_AS_SENT = {"type": "string", "description": "The title as sent."}
+SCHEMAS["PagesResult"] = _obj({
+    "kind": {"type": "string", "enum": ["pages"]}, "tenant_id": _ID,
+    "wiki": {"type": "string", "description": "Canonical api.php URL."},
+    "case": {"type": "string", "enum": list(validation.PAGES_CASES)},
+    "requested": {"type": "integer", "description": "Number of titles sent."},
+    "created": {"type": "array", "description": "Subscriptions created, in request order.",
+                "items": _obj({"index": _INDEX, "title": _AS_SENT, "id": _ID})},
+    "refused": {"type": "array", "description": "Titles refused, in request order; nothing was created for them.",
+                "items": _obj({
+                    "index": _INDEX, "title": _AS_SENT, "field": {"type": "string", "enum": ["title"]},
+                    "reason": {"type": "string", "enum": ["malformed_title", "duplicate", "already_subscribed"]},
+                    "message": {"type": "string"},
+                    "duplicate_of": {"type": "integer", "nullable": True,
+                                     "description": "duplicate: the earlier item naming the same page."},
+                    "subscription_id": {**_ID, "nullable": True,
+                                        "description": "already_subscribed: the tenant's subscription to it."}})}})
 SCHEMAS["BulkCreated"] = _obj({"items": {"type": "array", "items": _ref("Subscription")},
                                "count": {"type": "integer"}})
 
@@ -183,6 +205,16 @@ def document() -> dict:
                    "RegistrationAck", body="NodeRegistration",
                    errors=("400", "401", "409", "413", "415", "422"), security=[{"nodeSecret": []}])
     register["responses"]["201"] = register["responses"]["200"]
+    subscribe = _op("Subscribe a tenant to an article, or (`kind: pages`) to a list of articles on one wiki",
+                    "201", None, errors=("400", "401", "409", "413", "415", "422"))
+    either = {"oneOf": [_ref("SubscriptionCreate"), _ref("SubscriptionPages")]}
+    subscribe["requestBody"] = {"required": True, **_json(either)}
+    subscribe["responses"]["201"] = {
+        "description": "kind page: the subscription; kind pages: every title was created",
+        **_json({"oneOf": [_ref("Subscription"), _ref("PagesResult")]})}
+    subscribe["responses"]["207"] = {
+        "description": "kind pages: some or all titles were refused (`refused` says which and why); the "
+                       "others were created", **_json(_ref("PagesResult"))}
     return {
         "openapi": "3.0.3",
         "info": {"title": "Black Widow hub admin API", "version": "1",
@@ -213,8 +245,7 @@ def document() -> dict:
                     _query("tenant_id", _ID, "Only this tenant's."),
                     _query("state", {"type": "string", "enum": list(STATES)}, "Only in this state."),
                     _query("node", _ID, "Only those assigned to this node."), *_PAGING)),
-                "post": _op("Subscribe a tenant to an article", "201", "Subscription",
-                            body="SubscriptionCreate", errors=("400", "401", "409", "413", "415", "422")),
+                "post": subscribe,
             },
             "/v1/subscriptions/bulk": {
                 "post": _op("Subscribe to many articles at once (all or nothing; top-level tenant_id, wiki, "

@@ -17,6 +17,8 @@ from shared.wire import STATES
 MAX_BIGINT = 2**63 - 1
 MAX_TITLE_BYTES = 255            # MediaWiki's own limit
 MAX_BULK_ITEMS = 1000
+MAX_PAGES_TITLES = 10_000        # a `pages` request; a longer list is refused whole (split it)
+KINDS = ("page", "pages")        # what POST /v1/subscriptions creates, by the body's `kind`
 # Characters MediaWiki never allows in a title, plus control characters.
 _ILLEGAL_TITLE = re.compile(r"[#<>\[\]|{}\x00-\x1f\x7f\ufffd]")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -34,7 +36,8 @@ class Field:
     minimum: int | None = None
     maximum: int | None = None
     check: Callable[[Any], Any] | None = None   # further validation / normalization
-    items: Sequence["Field"] | None = None      # for arrays of objects
+    items: Sequence["Field"] | str | None = None   # arrays: of objects, or of this JSON type
+    enum: Sequence[str] | None = None
 
 
 _PY_TYPES: dict[str, type[Any]] = {"string": str, "integer": int, "boolean": bool, "array": list}
@@ -51,6 +54,8 @@ def _check_type(f: Field, value):
             raise ValidationError(f"'{f.name}' must not be empty", field=f.name)
         if f.max_length is not None and len(value) > f.max_length:
             raise ValidationError(f"'{f.name}' is longer than {f.max_length} characters", field=f.name)
+        if f.enum is not None and value not in f.enum:
+            raise ValidationError(f"'{f.name}' must be one of {', '.join(f.enum)}", field=f.name)
     if f.type == "integer":
         if f.minimum is not None and value < f.minimum:
             raise ValidationError(f"'{f.name}' must be >= {f.minimum}", field=f.name)
@@ -61,6 +66,9 @@ def _check_type(f: Field, value):
             raise ValidationError(f"'{f.name}' must not be empty", field=f.name)
         if f.max_length is not None and len(value) > f.max_length:
             raise ValidationError(f"'{f.name}' holds more than {f.max_length} items", field=f.name)
+        if isinstance(f.items, str):
+            for index, item in enumerate(value):
+                _check_type(Field(f"{f.name}[{index}]", f.items, f.description), item)
 
 
 def parse(body, fields: Sequence[Field]) -> dict:
@@ -103,7 +111,11 @@ def schema(fields: Sequence[Field]) -> dict:
                 if f.type == "array":
                     key = key.replace("Length", "Items")
                 prop[key] = value
-        if f.items is not None:
+        if f.enum is not None:
+            prop["enum"] = list(f.enum)
+        if isinstance(f.items, str):
+            prop["items"] = {"type": f.items}
+        elif f.items is not None:
             prop["items"] = schema(f.items)
         props[f.name] = prop
     out = {"type": "object", "additionalProperties": False, "properties": props}
@@ -167,7 +179,8 @@ def _required(f: Field) -> Field:
 
 TENANT_CREATE = (_required(_TENANT_NAME), _TENANT_QUOTA)
 TENANT_PATCH = (_TENANT_NAME, _TENANT_QUOTA)
-SUBSCRIPTION_CREATE = (_required(_TENANT_ID), _required(_WIKI), _required(_TITLE), _SUB_QUOTA, _CONTENT,
+SUBSCRIPTION_CREATE = (Field("kind", "string", "One article (the default).", enum=("page",)),
+                       _required(_TENANT_ID), _required(_WIKI), _required(_TITLE), _SUB_QUOTA, _CONTENT,
                        _ENABLED)
 SUBSCRIPTION_PATCH = (_ENABLED, _SUB_QUOTA, _CONTENT)
 BULK_ITEM = (_TENANT_ID, _WIKI, _required(_TITLE), _SUB_QUOTA, _CONTENT, _ENABLED)
@@ -179,6 +192,28 @@ BULK_CREATE = (
     Field("items", "array", "The articles to subscribe to.", required=True, min_length=1,
           max_length=MAX_BULK_ITEMS, items=BULK_ITEM),
 )
+PAGES_CASES = ("first-letter", "case-sensitive")    # MediaWiki's siteinfo `case`
+PAGES_CREATE = (
+    Field("kind", "string", "A list of articles on one wiki for one tenant.", required=True, enum=("pages",)),
+    _required(_TENANT_ID), _required(_WIKI),
+    Field("titles", "array", "The articles, as typed. Each is checked on its own: a malformed title, a second "
+          "spelling of one page or a page the tenant already holds is refused alone, the others are created.",
+          required=True, min_length=1, max_length=MAX_PAGES_TITLES, items="string"),
+    Field("case", "string", "How the wiki compares titles (its siteinfo `case`): first-letter (the default, "
+          "MediaWiki's and Wikipedia's) makes 'apple' and 'Apple' one page; case-sensitive (Wiktionary) two.",
+          enum=PAGES_CASES),
+    _quota("Quota of each subscription created; null = unlimited."),
+    Field("content", "boolean", "Fetch wikitext for every title (default false)."),
+    Field("enabled", "boolean", "false creates them disabled."),
+)
+
+
+def subscription_kind(body) -> str:
+    """The `kind` a POST /v1/subscriptions body asks for ("page" when it names none)."""
+    kind = body.get("kind", "page") if isinstance(body, dict) else "page"
+    if kind not in KINDS:
+        raise ValidationError(f"'kind' must be one of {', '.join(KINDS)}", field="kind")
+    return kind
 
 
 def _node_url(value: str) -> str:

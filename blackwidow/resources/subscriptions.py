@@ -1,9 +1,10 @@
-"""/v1/subscriptions, /v1/subscriptions/bulk and /v1/subscriptions/{id} (admin token).
+"""/v1/subscriptions (one article, or `kind: pages`), /v1/subscriptions/bulk and /v1/subscriptions/{id}
+(admin token).
 
 Writes rows only; the scheduler routes and sends them to spawns on its next tick."""
 import falcon
 
-from blackwidow import representations, store, validation
+from blackwidow import representations, store, title_lists, validation
 from shared.json_body import read_json
 
 QUERY = ("tenant_id", "state", "node", "limit", "cursor")
@@ -15,7 +16,14 @@ class SubscriptionsResource:
         self._allowlist = wiki_allowlist
 
     def on_post(self, req, resp) -> None:
-        new = validation.parse_subscription(read_json(req, self._max_body), self._allowlist)
+        body = read_json(req, self._max_body)
+        if validation.subscription_kind(body) == "pages":
+            result = store.create_pages(req.context.session, title_lists.parse_pages(body, self._allowlist))
+            # 207: some titles were refused (the body says which and why), perhaps all of them
+            resp.status = falcon.HTTP_207 if result["refused"] else falcon.HTTP_201
+            resp.media = result
+            return
+        new = validation.parse_subscription(body, self._allowlist)
         sub = store.create_subscription(req.context.session, new)
         resp.status = falcon.HTTP_201
         resp.location = f"/v1/subscriptions/{sub.id}"

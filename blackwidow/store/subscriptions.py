@@ -8,6 +8,7 @@ from datetime import timedelta
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
+from blackwidow import title_lists
 from blackwidow.models import Subscription, Tenant, utcnow
 from blackwidow.store.pagination import page
 from blackwidow.validation import ItemError, ItemsInvalid, NewSubscription
@@ -49,6 +50,10 @@ def create_subscriptions(session, news: list[NewSubscription]) -> list[Subscript
     errors = _refusals(session, news)
     if errors:
         raise ItemsInvalid(errors)
+    return _insert(session, news)
+
+
+def _insert(session, news: list[NewSubscription]) -> list[Subscription]:
     now = utcnow()
     # One microsecond apart, so that listings (ordered by created_at, id) keep the request's order.
     stamps = [now + timedelta(microseconds=i) for i in range(len(news))]
@@ -64,6 +69,28 @@ def create_subscriptions(session, news: list[NewSubscription]) -> list[Subscript
         raise Conflict("a duplicate subscription was created at the same time; retry",
                        field="title") from None
     return subs
+
+
+# Bound parameters per lookup: SQLite takes at most 32,766 in one statement, and shorter IN lists plan better.
+_LOOKUP_CHUNK = 500
+
+
+def create_pages(session, request: title_lists.PagesRequest) -> dict:
+    """The `pages` kind: creates what title_lists.plan() accepts and returns the per-item result.
+    Raises ValidationError (unknown tenant_id), or Conflict when another request created one of the
+    titles meanwhile (nothing is created; a retry reports that title as already subscribed)."""
+    if session.get(Tenant, request.tenant_id) is None:
+        raise ValidationError(f"no tenant {request.tenant_id}", field="tenant_id")
+    sources = sorted(title_lists.held_sources(request))
+    held: dict[str, str] = {}
+    for start in range(0, len(sources), _LOOKUP_CHUNK):
+        held.update((title, sub_id) for title, sub_id in session.execute(
+            sa.select(Subscription.title, Subscription.id)
+            .where(Subscription.tenant_id == request.tenant_id,
+                   Subscription.source_uuid.in_(sources[start:start + _LOOKUP_CHUNK]))))
+    decided = title_lists.plan(request, held)
+    subs = _insert(session, [new for _, new in decided.creates])
+    return title_lists.result(request, decided, [s.id for s in subs])
 
 
 def create_subscription(session, new: NewSubscription) -> Subscription:

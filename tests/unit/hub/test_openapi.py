@@ -36,7 +36,7 @@ def test_paths_and_methods_match_the_routes(api, spec):
 
 def test_request_schemas_refuse_unknown_fields(spec):
     for name in ("TenantCreate", "TenantPatch", "SubscriptionCreate", "SubscriptionPatch", "SubscriptionBulk",
-                 "NodeRegistration"):
+                 "SubscriptionPages", "NodeRegistration"):
         assert spec["components"]["schemas"][name]["additionalProperties"] is False
 
 
@@ -64,3 +64,15 @@ def test_documented_request_bodies_are_accepted(api, spec, tenant):
     body = {"tenant_id": tenant["id"], "wiki": LOCAL_WIKI, "title": "Z"}
     _check(spec, "SubscriptionCreate", body)
     assert api.simulate_post("/v1/subscriptions", json=body).status_code == 201
+
+
+def test_pages_answers_match_their_schemas(api, spec, tenant):
+    body = {"kind": "pages", "tenant_id": tenant["id"], "wiki": LOCAL_WIKI, "titles": ["A", "b"]}
+    _check(spec, "SubscriptionPages", body)
+    created = api.simulate_post("/v1/subscriptions", json=body)
+    assert created.status_code == 201
+    _check(spec, "PagesResult", created.json)
+    partial = api.simulate_post("/v1/subscriptions", json={**body, "titles": ["a", "C", "C", "x|y"]})
+    assert partial.status_code == 207 and len(partial.json["refused"]) == 3
+    _check(spec, "PagesResult", partial.json)
+    assert set(spec["paths"]["/v1/subscriptions"]["post"]["responses"]) >= {"201", "207", "422"}
