@@ -1,12 +1,14 @@
 """`blackwidow`: serve (gunicorn admin API), migrate, scheduler, and `admin …` wrapping the REST calls.
 
 The admin commands read BW_HUB_URL (default http://127.0.0.1:8700) and BW_ADMIN_TOKEN, and print the
-hub's JSON answer; a refusal prints the error JSON on stderr and exits 1.
+hub's JSON answer; a refusal prints the error JSON on stderr and exits 1. `subs pages` exits 3 when the
+hub refused some of the titles (its answer, on stdout, lists them).
 """
 import argparse
 import json
 import os
 import sys
+from pathlib import Path
 
 DEFAULT_HUB_URL = "http://127.0.0.1:8700"
 
@@ -83,7 +85,7 @@ def _only_set(**values) -> dict:
 
 
 def _read_titles(path: str) -> list[str]:
-    text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()
+    text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
     return [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
 
 
@@ -108,6 +110,10 @@ def _admin_call(args, client):
             items = [{"title": t} for t in _read_titles(a.file)]
             return client.call("POST", "/v1/subscriptions/bulk", body=_only_set(
                 tenant_id=a.tenant, wiki=a.wiki, quota=a.quota, content=a.content, items=items))
+        case ("subs", "pages"):
+            return client.call("POST", "/v1/subscriptions", body=_only_set(
+                kind="pages", tenant_id=a.tenant, wiki=a.wiki, titles=_read_titles(a.file),
+                case="case-sensitive" if a.case_sensitive else _UNSET, quota=a.quota, content=a.content))
         case ("subs", "list"):
             filters = {k: v for k, v in (("tenant_id", a.tenant), ("state", a.state), ("node", a.node)) if v}
             return _listing(client, "/v1/subscriptions", a, filters)
@@ -162,9 +168,13 @@ def _admin(args) -> int:
     except AdminError as exc:
         print(json.dumps(exc.body, indent=2), file=sys.stderr)
         return 1
+    except (OSError, UnicodeDecodeError) as exc:      # a titles file that cannot be read: nothing was sent
+        print(f"blackwidow: {exc}", file=sys.stderr)
+        return 2
     if answer is not None:
         print(json.dumps(answer, indent=2))
-    return 0
+    partial = (args.noun, args.verb) == ("subs", "pages") and bool(answer["refused"])
+    return 3 if partial else 0
 
 
 def _id(p) -> None:
@@ -196,8 +206,9 @@ def _admin_parser(sub) -> None:
     _id(tenants.add_parser("delete"))
 
     subs = nouns.add_parser("subs", help="subscriptions").add_subparsers(dest="verb", required=True)
-    for verb in ("add", "bulk"):
-        p = subs.add_parser(verb)
+    for verb in ("add", "bulk", "pages"):
+        p = subs.add_parser(verb, help={"bulk": "many titles, all or nothing",
+                                        "pages": "many titles, each created or refused on its own"}.get(verb))
         p.add_argument("--tenant", required=True, help="tenant id")
         p.add_argument("--wiki", required=True, help="the wiki's api.php URL")
         p.add_argument("--quota", type=_quota, default=_UNSET)
@@ -206,6 +217,10 @@ def _admin_parser(sub) -> None:
             p.add_argument("--title", required=True)
         else:
             p.add_argument("file", help="titles, one per line ('-' for stdin)")
+        if verb == "pages":
+            p.add_argument("--case-sensitive", action="store_true",
+                           help="the wiki tells 'apple' from 'Apple' (Wiktionary); by default the first "
+                                "letter's case is not a difference")
     p = subs.add_parser("list")
     p.add_argument("--tenant")
     p.add_argument("--state")

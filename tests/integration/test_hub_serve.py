@@ -75,3 +75,33 @@ def test_serve_answers_health_auth_and_admin_calls(hub, tmp_path):
     data_dir = Path(hub.env["BW_DATA_DIR"])
     hub.stop()
     assert not list(data_dir.glob("prometheus-hub.*"))     # the multiprocess directory is cleaned up
+
+
+def test_serve_subscribes_a_list_of_titles_item_by_item(hub):
+    """`subs pages` through gunicorn on each store: thousands of titles in one call, then a second list
+    whose refused titles come back by index while the rest are created."""
+    rc, tenant = hub.admin("tenants", "create", "--name", "lists")
+    assert rc == 0
+    titles = "".join(f"Page {i}\n" for i in range(5000))
+    rc, first = hub.admin("subs", "pages", "--tenant", tenant["id"], "--wiki", LOCAL_WIKI, "-", stdin=titles)
+    assert rc == 0 and len(first["created"]) == 5000 and first["refused"] == []
+    rc, second = hub.admin("subs", "pages", "--tenant", tenant["id"], "--wiki", LOCAL_WIKI, "-",
+                           stdin="page 7\nFresh\nfresh\nBad|title\nOther_one\n")
+    assert rc == 3                                       # some refused: the answer still lists what was created
+    assert [(c["index"], c["title"]) for c in second["created"]] == [(1, "Fresh"), (4, "Other_one")]
+    assert [(r["index"], r["reason"]) for r in second["refused"]] == [
+        (0, "already_subscribed"), (2, "duplicate"), (3, "malformed_title")]
+    assert second["refused"][0]["subscription_id"] == first["created"][7]["id"]
+
+    status_of = requests.post(hub.url + "/v1/subscriptions", headers=ADMIN, timeout=30, json={
+        "kind": "pages", "tenant_id": tenant["id"], "wiki": LOCAL_WIKI, "titles": ["Fresh", "Another"]})
+    assert status_of.status_code == 207
+    too_long = requests.post(hub.url + "/v1/subscriptions", headers=ADMIN, timeout=30, json={
+        "kind": "pages", "tenant_id": tenant["id"], "wiki": LOCAL_WIKI, "titles": ["T"] * 10_001})
+    assert (too_long.status_code, too_long.json()["error"]["field"]) == (422, "titles")
+    not_json = requests.post(hub.url + "/v1/subscriptions", headers={**ADMIN, "Content-Type": "application/json"},
+                             data=b'{"kind": "pages", "titles": [', timeout=30)
+    assert not_json.status_code == 400 and not_json.json()["error"]["code"] == "bad_request"
+
+    rc, listed = hub.admin("subs", "list", "--all", "--tenant", tenant["id"])
+    assert rc == 0 and len(listed["items"]) == 5003

@@ -65,6 +65,42 @@ def test_bulk_reads_titles_from_stdin(monkeypatch):
     assert calls == [("POST", "/v1/subscriptions/bulk", body, None)]
 
 
+def test_pages_reads_titles_from_a_file(tmp_path):
+    path = tmp_path / "titles.txt"
+    path.write_text("Main Page\n# a comment\n\n  apple_pie \n", encoding="utf-8")
+    calls, _ = run(["subs", "pages", "--tenant", "T", "--wiki", "W", "--quota", "5", str(path)])
+    body = {"kind": "pages", "tenant_id": "T", "wiki": "W", "titles": ["Main Page", "apple_pie"], "quota": 5}
+    assert calls == [("POST", "/v1/subscriptions", body, None)]
+    calls, _ = run(["subs", "pages", "--tenant", "T", "--wiki", "W", "--case-sensitive", "--content", str(path)])
+    assert calls[0][2]["case"] == "case-sensitive" and calls[0][2]["content"] is True
+
+
+@pytest.mark.parametrize("refused, code", [([], 0), ([{"index": 1, "reason": "duplicate"}], 3)])
+def test_pages_exits_3_when_the_hub_refused_some_titles(monkeypatch, capsys, refused, code):
+    answer = {"kind": "pages", "created": [{"index": 0, "title": "A", "id": "S"}], "refused": refused}
+
+    class Hub:
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def call(self, method, path, *, body=None, params=None):
+            return answer
+
+    monkeypatch.setenv("BW_ADMIN_TOKEN", "t")
+    monkeypatch.setattr("blackwidow.admin_client.AdminClient", Hub)
+    monkeypatch.setattr("sys.stdin", io.StringIO("A\nA\n"))
+    assert cli.main(["admin", "subs", "pages", "--tenant", "T", "--wiki", "W", "-"]) == code
+    assert json.loads(capsys.readouterr().out) == answer
+
+
+def test_an_unreadable_titles_file_exits_2_before_any_call(monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("BW_ADMIN_TOKEN", "t")
+    missing = str(tmp_path / "none.txt")
+    assert cli.main(["admin", "--hub", "http://127.0.0.1:1", "subs", "pages", "--tenant", "T", "--wiki", "W",
+                     missing]) == 2
+    assert "none.txt" in capsys.readouterr().err
+
+
 def test_bad_quota_is_a_usage_error(capsys):
     with pytest.raises(SystemExit):
         cli.build_parser().parse_args(["admin", "tenants", "create", "--name", "a", "--quota", "lots"])
