@@ -4,7 +4,7 @@ import threading
 
 import pytest
 
-from blackwidow import store, validation
+from blackwidow import store, title_lists, validation
 from blackwidow.models import SchedulerEpoch, Subscription, utcnow
 from shared.errors import Conflict
 from tests.fixtures.hub import LOCAL_WIKI, NODE, api_client, hub_config
@@ -96,3 +96,40 @@ def test_concurrent_duplicate_is_a_conflict(maker):  # noqa: F811
     first.close()
     thread.join(10)
     assert outcome == {"result": "409 Conflict"}
+
+
+def test_concurrent_lists_sharing_a_title_end_in_a_conflict_then_a_report(maker):  # noqa: F811
+    """Two `pages` calls racing on one title: the second waits, then creates nothing (409); sent again, it
+    reports that title as already subscribed and creates the rest."""
+    with maker.begin() as session:
+        tenant = store.create_tenant(session, name="race-list")
+    allow = hub_config("sqlite://").wiki_allowlist
+
+    def request(*titles):
+        return title_lists.parse_pages({"kind": "pages", "tenant_id": tenant.id, "wiki": LOCAL_WIKI,
+                                        "titles": list(titles)}, allow)
+
+    first = maker()
+    store.create_pages(first, request("Shared", "Mine"))        # flushed, not committed: holds 'Shared'
+    outcome = {}
+
+    def second():
+        with maker() as session:
+            try:
+                store.create_pages(session, request("Theirs", "Shared"))
+                outcome["result"] = "created"
+            except Conflict as exc:
+                outcome["result"] = exc.status
+
+    thread = threading.Thread(target=second)
+    thread.start()
+    thread.join(0.5)
+    assert thread.is_alive()
+    first.commit()
+    first.close()
+    thread.join(10)
+    assert outcome == {"result": "409 Conflict"}
+    with maker.begin() as session:
+        again = store.create_pages(session, request("Theirs", "shared"))
+    assert [(c["index"], c["title"]) for c in again["created"]] == [(0, "Theirs")]
+    assert [(r["index"], r["reason"]) for r in again["refused"]] == [(1, "already_subscribed")]
