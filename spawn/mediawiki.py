@@ -10,6 +10,8 @@ Exception tree (callers catch these, never requests' own):
       │     └── BadResponse        truncated JSON, HTML error page, missing or malformed fields
       ├── ApiError             any other API error code: a request we should not repeat as is
       ├── PageUnavailable      missing, invalid or special title (message from the API)
+      │     └── TitleMissing       the title names no page (it may have been moved or deleted)
+      ├── PageDeleted          a page id the wiki now answers as missing: deleted (or never there)
       ├── AddressRefused       the wiki's host resolves to an internal address (spawn.wiki_session)
       ├── AuthRefused          the wiki refused the identity's credentials (its reason; no retry here)
       └── Cancelled            the caller's cancel event fired while waiting
@@ -84,6 +86,16 @@ class ApiError(MediaWikiError):
 
 class PageUnavailable(MediaWikiError):
     pass
+
+
+class TitleMissing(PageUnavailable):
+    pass
+
+
+class PageDeleted(MediaWikiError):
+    def __init__(self, page_id: int):
+        super().__init__(f"page {page_id} no longer exists on the wiki (deleted)")
+        self.page_id = page_id
 
 
 class AddressRefused(MediaWikiError):
@@ -367,6 +379,15 @@ class MediaWikiClient:
         return self.query({"prop": "info", "titles": title, "redirects": "1"},
                           parse=lambda body: _page_info(_resolved(body, title)), **kw)
 
+    def page_by_id(self, page_id: int, **kw) -> PageInfo | None:
+        """The page with this id under its current title, or None when the wiki answers it as missing."""
+        def parse(body: dict) -> PageInfo | None:
+            page = next((p for p in _pages(body) if p.get("pageid") == page_id), None)
+            if page is None:
+                raise BadResponse(f"page {page_id} absent from the answer")
+            return None if page.get("missing") else _page_info(page)
+        return self.query({"prop": "info", "pageids": str(page_id)}, parse=parse, **kw)
+
     def last_rev_ids(self, page_ids: list[int], **kw) -> dict[int, int | None]:
         """lastrevid of up to 50 pages in one request; None for pages that no longer exist."""
         if len(page_ids) > MAX_TITLES:
@@ -436,6 +457,8 @@ class MediaWikiClient:
         if not pages:
             raise BadResponse(f"page {page.page_id} absent from the answer")
         p = pages[0]
+        if p.get("missing"):
+            raise PageDeleted(page.page_id)
         if "revisions" not in p:
             if more:        # a batch cut short by the result size limit may carry no revision
                 return [], more
@@ -465,7 +488,7 @@ def _resolved(body: dict, title: str) -> dict:
             reason = reason.get("text")
         raise PageUnavailable(f"invalid title {title!r}: {reason or 'rejected by the wiki'}")
     if page.get("missing"):
-        raise PageUnavailable(f"page {page.get('title', title)!r} does not exist")
+        raise TitleMissing(f"page {page.get('title', title)!r} does not exist")
     if page.get("special") or "pageid" not in page:
         raise PageUnavailable(f"{page.get('title', title)!r} is not an article with a history")
     return page

@@ -11,7 +11,9 @@ Titles naming one page (a redirect and its target, spellings the wiki normalises
 article: once a source has resolved its title, its page key (shared.hashing.source_uuid of the
 wiki's own title) is in each subscriber's status, and a source resolving to a page another source
 here already fetches hands its subscribers over and stops. They catch up from the store as any
-subscriber joining a running source does.
+subscriber joining a running source does. A source whose page was moved announces it again under the new
+title: the page is keyed by that title from then on (its subscribers report it), so subscriptions to the
+old title and to the new one end on one fetcher.
 """
 import bisect
 import logging
@@ -193,9 +195,13 @@ class Registry:
                 return          # stopped meanwhile
             assert src.page is not None, "called once the source resolved its page"
             key = str(source_uuid(wiki, src.page.title))
+            old = self._page_keys.get(src.key)
+            if old is not None and old != key and self._by_page.get(old) is src:
+                del self._by_page[old]          # moved: the page goes by its new title
             into = self._by_page.get(key)
             if into is not None and into is not src:
                 del self._sources[src.key]
+                self._page_keys.pop(src.key, None)
                 self._merged[src.key] = into.key
                 src.stop()
                 logger.info("source.merged", extra={"source": src.key, "into": into.key, "page_key": key,

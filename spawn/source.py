@@ -6,6 +6,11 @@ spawn.stored_log), fetches oldest-first batches, writes each batch once, then de
 subscriber. When the history is complete it waits for the revisit batcher (or a new subscriber) to
 wake it. Errors never end the thread: they are reported on the subscribers and retried with
 backoff. stop() ends it without another write.
+
+The page is its page id (spawn.page_fate): a move is followed (the new title is announced to the registry,
+which keys the page by it), a deletion shows `deleted` and leaves one check for undeletion per longest
+revisit interval, and an undeletion reads the history again from its start, since the revisions it
+restores are older than the resume point.
 """
 import logging
 import queue
@@ -16,10 +21,11 @@ from typing import Callable
 
 from shared.revisions.model import PageState, ResumePoint, Revision
 from shared.revisions.store import RevisionStore, StoreError
-from spawn import revisit
+from spawn import page_fate, revisit
 from spawn.host_limiter import Backoff
-from spawn.mediawiki import (AddressRefused, Cancelled, MediaWikiClient, MediaWikiError, Opening, PageInfo,
-                             PageUnavailable)
+from spawn.mediawiki import (AddressRefused, Cancelled, MediaWikiClient, MediaWikiError, Opening, PageDeleted,
+                             PageInfo, PageUnavailable, TitleMissing)
+from spawn.page_fate import Fate
 from spawn.metrics import SpawnMetrics
 from spawn.revisit import RevisitBatcher
 from spawn.stored_log import RECENT_MAX, StoredLog
@@ -67,6 +73,9 @@ class DataSource:
         self.written = 0                    # revisions this process wrote for this source
         self.complete = False
         self.had_history = False            # once complete: its requests are in the freshness lane
+        self.deleted = False                # the wiki answers the page as missing: only rare re-checks
+        self._deleted_reason = ""
+        self._reread_due = False            # undeleted: read the whole history again before resuming
 
     # -- subscribers (called by the registry under its lock) -------------------------------
     def attach(self, sub: Subscriber) -> None:
@@ -80,6 +89,8 @@ class DataSource:
                     self._unnamed.append(sub)       # its last revision is named by this source's thread
         if loaded and sub.at_limit():
             self._release(sub)
+        if self.deleted:
+            sub.set_state("deleted", self._deleted_reason)
         self._wake.set()    # a newcomer may want content or more revisions than the others
 
     def detach(self, sub_id: str) -> int:
@@ -134,6 +145,10 @@ class DataSource:
                 self._wake.wait()
             except Cancelled:
                 return
+            except PageDeleted as exc:
+                self._on_deleted(exc)
+                if self._stop.wait(self.revisit_max_s):     # the rare re-check for an undeletion
+                    return
             except (PageUnavailable, AddressRefused) as exc:
                 # the wiki's own message, or an address never to connect to; retried only after the
                 # longest revisit interval
@@ -155,8 +170,12 @@ class DataSource:
     def run_once(self) -> None:
         """One pass: resolve, catch up from the resume point, schedule the revisit. Raises on errors."""
         self._wake.clear()
+        if self.deleted:
+            self._recheck()
         if not self._prepare():
             return
+        if self._reread_due:
+            self._reread()
         self._backfill_content()
         self._harvest()
         self._schedule_revisit()
@@ -175,7 +194,8 @@ class DataSource:
             self._load(opened)
         if self._log is not None and self._log.wants_older:
             self._credit(self._log)
-        self._report("running")
+        if not self.deleted:
+            self._report("running")
         return True
 
     def _open(self) -> None:
@@ -187,15 +207,95 @@ class DataSource:
         known = self.store.page_id(self.client.host, self.title)
         self._opened = None if known is None else self.store.page(self.client.host, known)
         start = self._opened.latest_timestamp if self._opened is not None else None
-        self._opening = self.client.open_history(self.title, page_id=known, content=content, start=start,
-                                                 **self._kw())
+        try:
+            self._opening = self.client.open_history(self.title, page_id=known, content=content, start=start,
+                                                     **self._kw())
+        except TitleMissing:
+            by_id = None if known is None else self.client.page_by_id(known, **self._kw())
+            fate = page_fate.missing_title(known, by_id)
+            if fate is Fate.UNKNOWN:
+                raise
+            assert known is not None
+            if by_id is None:
+                self.page = self._stored_page(known)
+                raise PageDeleted(known) from None
+            # moved away without a redirect: the page id the title had goes on under its new title
+            self._opening = self.client.open_history(by_id.title, page_id=known, content=content, start=start,
+                                                     **self._kw())
         self.page = self._opening.page
         logger.info("source.resolved", extra={"title": self.title, "page_id": self.page.page_id,
                                               "wiki": self.client.host})
+        self._announce()
+
+    def _announce(self) -> None:
+        """Tell the registry which page this source fetches (resolved, or under a new title after a move)."""
         if self.on_resolved is not None:
             self.on_resolved(self)
             if self._stop.is_set():
                 raise Cancelled("merged into the source of the same page")
+
+    def _stored_page(self, page_id: int) -> PageInfo:
+        """The page as stored (its newest revision): what a source knows of a page deleted before it started."""
+        newest = next(iter(self.store.history(self.client.host, page_id)), None)
+        if newest is None:
+            return PageInfo(page_id, 0, self.title, 0)
+        return PageInfo(page_id, newest.ns, newest.title, newest.rev_id)
+
+    def _on_deleted(self, exc: PageDeleted) -> None:
+        if not self.deleted:
+            logger.info("source.deleted", extra={"title": self.title, "page_id": exc.page_id,
+                                                 "wiki": self.client.host})
+        self.deleted, self._deleted_reason = True, str(exc)
+        self.complete = False
+        self.batcher.cancel(self.key)
+        if self._log is None and self.page is not None:
+            self._load(self.store.page(self.client.host, self.page.page_id))   # what is stored still counts
+        self.metrics.source_errors.labels(kind="deleted").inc()
+        self._report("deleted", str(exc))
+
+    def _recheck(self) -> None:
+        """A deleted page's re-check. Raises PageDeleted while neither its id nor its title names a page. Back
+        under its id: its history is read again; a new page at the subscribed title: that page is followed."""
+        page = self.resolved
+        found = self.client.page_by_id(page.page_id, **self._kw())
+        if found is not None:
+            self.page = found
+            self._reread_due = True
+        else:
+            try:
+                self.client.resolve(self.title, **self._kw())
+            except TitleMissing:
+                raise PageDeleted(page.page_id) from None
+            self.page, self._log = None, None     # resolved again from the title by _prepare
+        logger.info("source.undeleted", extra={"title": self.title, "page_id": page.page_id,
+                                               "same_id": found is not None, "wiki": self.client.host})
+        self.deleted = False
+        if found is not None and (found.ns, found.title) != (page.ns, page.title):
+            self._announce()
+
+    def _reread(self) -> None:
+        """After an undeletion: the stored range of the history is fetched again and rewritten, so revisions
+        restored with timestamps before the resume point are stored too; the subscribers are credited again."""
+        host, page_id = self.client.host, self.resolved.page_id
+        state = self.store.page(host, page_id)
+        if state is not None:
+            logger.info("source.reread", extra={"title": self.title, "until_rev_id": state.latest_rev_id})
+            self._rewrite((state.latest_timestamp, state.latest_rev_id), self._need()[1])
+            self._load(self.store.page(host, page_id))
+        self._reread_due = False
+
+    def _rewrite(self, last: tuple[datetime, int], content: bool) -> None:
+        """Fetch the history from its start and rewrite the stored revisions up to `last` (timestamp, rev id):
+        upserts by rev_id, nothing is delivered."""
+        batches = self.client.revision_batches(self.resolved, content=content, **self._kw())
+        for batch in prefetched(batches, self._stop):
+            old = page_fate.up_to(batch, last)
+            if old:
+                if self._stop.is_set():
+                    raise Cancelled("stopped before writing")
+                self._write(old)
+            if len(old) < len(batch):
+                return
 
     def _batches(self, start: datetime | None, content: bool):
         """The page's history from `start`, beginning with the opening batch if it was read from there."""
@@ -296,6 +396,7 @@ class DataSource:
             more = self._need()[0]
             return more is None or more > pending
         for batch in self._waited(prefetched(batches, self._stop, wanted=wanted, size=fresh_in)):
+            self._follow_move(batch)    # the resume point's own revision comes again: a move shows at once
             fresh = [r for r in batch
                      if resume is None or (r.timestamp, r.rev_id) > (resume.timestamp, resume.rev_id)]
             allowances = self._allowances()
@@ -326,16 +427,17 @@ class DataSource:
         if newest is None or newest.text_hidden or self.store.content(host, newest.rev_id) is not None:
             return
         logger.info("source.content_backfill", extra={"title": self.title, "until_rev_id": newest.rev_id})
-        last = (newest.timestamp, newest.rev_id)
-        batches = self.client.revision_batches(self.resolved, content=True, **self._kw())
-        for batch in prefetched(batches, self._stop):
-            old = [r for r in batch if (r.timestamp, r.rev_id) <= last]
-            if old:
-                if self._stop.is_set():
-                    raise Cancelled("stopped before writing")
-                self._write(old)
-            if len(old) < len(batch):
-                return
+        self._rewrite((newest.timestamp, newest.rev_id), content=True)
+
+    def _follow_move(self, batch: list[Revision]) -> None:
+        """The newest fetched revisions carry another title: the page was moved; its id goes on as before."""
+        moved = page_fate.retitled(self.resolved, batch)
+        if moved is None:
+            return
+        logger.info("source.moved", extra={"title": self.title, "page_id": moved.page_id,
+                                           "from": self.resolved.title, "to": moved.title, "wiki": self.client.host})
+        self.page = moved
+        self._announce()
 
     def _waited(self, batches):
         """`batches`, counting the time spent waiting for each (the wiki's share of the harvest)."""

@@ -121,13 +121,13 @@ def test_operator_sees_nodes_states_quotas_and_reloads(seeded_hub, tmp_path):
     assert not page.hidden("data") and page.hidden("auth")
     assert page.text("status").startswith("Updated ")
     assert [page.text(f"total-{name}") for name in ("nodes", "subscriptions", "revisions", "tenants")] == \
-        ["2 (1 down)", "7", f"{dashboard.REVISIONS:,}", "3"]
+        ["2 (1 down)", "8", f"{dashboard.REVISIONS:,}", "3"]
     assert page.text("state-counts") == " ".join(f"{n} {state.replace('_', ' ')}"
                                                  for state, n in dashboard.STATE_COUNTS.items())
 
     nodes = {row[1]: row for row in page.body_rows("nodes")}
     assert list(nodes) == list(dashboard.NODE_URLS)                     # live ones first
-    assert [(row[2], row[4], row[5]) for row in nodes.values()] == [("live", "0", "3"), ("live", "0", "1"),
+    assert [(row[2], row[4], row[5]) for row in nodes.values()] == [("live", "0", "3"), ("live", "0", "2"),
                                                                     ("dead", "3", "0")]
     assert nodes["http://127.0.0.1:8701"][3].endswith(" s ago")
     assert nodes["http://127.0.0.1:8702"][3] in ("1 min ago", "2 min ago")
@@ -138,10 +138,10 @@ def test_operator_sees_nodes_states_quotas_and_reloads(seeded_hub, tmp_path):
         ["Ada Lovelace", "127.0.0.1:8780", "acme", "failed", "0"],
         ["Alan Turing", "127.0.0.1:8780", "acme", "running", "120"],
         ["Alan Turing", "127.0.0.1:8780", "globex", "running", "40"]]
-    assert subs[0][6] == dashboard.MARKUP_ERROR and len(subs) == 7
+    assert subs[0][6] == dashboard.MARKUP_ERROR and len(subs) == 8
 
     assert [row[:3] + row[4:] for row in page.body_rows("tenants")] == [
-        ["acme", "1,000", "1,000", "4"], [dashboard.MARKUP_TENANT, "50", "200", "1"], ["globex", "40", "—", "2"]]
+        ["acme", "1,000", "1,000", "4"], [dashboard.MARKUP_TENANT, "50", "200", "1"], ["globex", "45", "—", "3"]]
     assert [row[3] for row in page.body_rows("tenants")] == ["100 %", "25 %", "unlimited"]
 
     assert [row[1:] for row in page.body_rows("reloads")] == [
@@ -188,7 +188,7 @@ def test_a_state_in_the_fragment_lists_only_that_state(seeded_hub, tmp_path):
     pressed = [attrs["data-state"] for tag, attrs in page.elements
                if tag == "button" and attrs.get("aria-pressed") == "true"]
     assert pressed == ["running"]
-    assert page.text("total-subscriptions") == "7"               # counts stay global
+    assert page.text("total-subscriptions") == "8"               # counts stay global
 
 
 def _dashboard_requests(hub) -> float:

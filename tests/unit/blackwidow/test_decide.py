@@ -86,6 +86,8 @@ STATUS = [
     ("a state this version does not know is not copied, the counters are",
      [sub("s1", state="running", revisions=1)], {"A": report("A", status("s1", "hibernating", 5))},
      {"s1": {"state": None, "revisions": 5}}),
+    ("a deleted page is reported as such", [sub("s1", revisions=4)],
+     {"A": report("A", status("s1", "deleted", 4))}, {"s1": {"state": "deleted", "revisions": 4}}),
     ("a disabled subscription takes nothing from a report", [sub("s1", enabled=False)],
      {"A": report("A", status("s1", "running", 5))}, {}),
 ]
@@ -149,6 +151,16 @@ def test_a_failed_resend_records_its_backoff_and_a_recovery_resets_it():
     again = snapshot([node("A")], [sub("s1", state="assigned")], {"s1": row})
     recovered = settle(again, run(again, Polled({"A": report("A", status("s1", "running"))})), [], NOW, RULES)
     assert (recovered.assignments["s1"].failures, recovered.assignments["s1"].retry_at) == (0, None)
+
+
+def test_a_deleted_page_stays_placed_shows_deleted_and_ends_a_failure_backoff():
+    snap = snapshot([node("A")], [sub("s1", state="failed")],
+                    {"s1": AssignmentView("A", True, NOW - timedelta(seconds=600), 3, NOW - timedelta(seconds=1))})
+    decision = run(snap, Polled({"A": report("A", status("s1", "deleted"))}))
+    assert set(decision.desired) == {"s1"} and decision.plan.puts == () and decision.plan.drops == ()
+    settled = settle(snap, decision, [], NOW, RULES)
+    assert settled.subscriptions["s1"]["state"] == "deleted"
+    assert (settled.assignments["s1"].failures, settled.assignments["s1"].retry_at) == (0, None)
 
 
 def test_a_move_keeps_the_old_copy_until_the_new_node_has_it():

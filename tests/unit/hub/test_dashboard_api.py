@@ -41,7 +41,7 @@ def test_state_filter_narrows_only_the_recent_list(api, seeded):
     doc = api.simulate_get("/v1/dashboard", params={"state": "running"}).json
     assert doc["subscriptions"]["state"] == "running"
     assert [s["state"] for s in doc["subscriptions"]["recent"]] == ["running", "running"]
-    assert doc["subscriptions"]["total"] == 7
+    assert doc["subscriptions"]["total"] == 8
     for params, field in (({"state": "sleeping"}, "state"), ({"limit": "5"}, "limit")):
         resp = api.simulate_get("/v1/dashboard", params=params)
         assert (resp.status_code, resp.json["error"]["field"]) == (422, field)

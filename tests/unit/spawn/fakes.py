@@ -4,7 +4,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
 from shared.revisions.model import PageState, ResumePoint, Revision
-from spawn.mediawiki import Opening, PageInfo
+from spawn.mediawiki import Opening, PageDeleted, PageInfo, TitleMissing
 
 
 class FakeClock:
@@ -99,14 +99,34 @@ class FakeWiki:
         self.page = page
         self.host = host
         self.calls: list[tuple] = []
+        self.deleted = False                # the page id answers as missing, and so does its title
+        self.missing_titles: set[str] = set()   # titles naming no page (e.g. moved away without a redirect)
+
+    def move(self, title: str, rev_id: int) -> None:
+        """A move: the page keeps its id, gets a null revision, and every revision is served under the new title."""
+        last = self.history[-1]
+        null = replace(last, rev_id=rev_id, parent_id=last.rev_id, timestamp=last.timestamp + timedelta(minutes=1),
+                       comment="moved")
+        self.history = [replace(r, title=title) for r in [*self.history, null]]
+        self.page = replace(self.page, title=title, last_rev_id=rev_id)
+
+    def _title(self, title):
+        if self.deleted or title in self.missing_titles:
+            raise TitleMissing(f"page {title!r} does not exist")
 
     def resolve(self, title, **kw):
         self.calls.append(("resolve", title))
+        self._title(title)
         return self.page
+
+    def page_by_id(self, page_id, **kw):
+        self.calls.append(("page_by_id", page_id))
+        return None if self.deleted or page_id != self.page.page_id else self.page
 
     def open_history(self, title, *, page_id=None, start=None, content=False, **kw):
         """The title's resolution and first batch in one call, as MediaWikiClient.open_history."""
         self.calls.append(("open", start, content, title))
+        self._title(title)
         if page_id is not None and page_id != self.page.page_id:
             return Opening(self.page, start, content, None, None)
         revs = self._history(start, content)
@@ -121,6 +141,8 @@ class FakeWiki:
 
     def revision_batches(self, page, *, start=None, content=False, cont=None, **kw):
         self.calls.append(("revisions", start, content))
+        if self.deleted:
+            raise PageDeleted(page.page_id)
         revs = self._history(start, content)
         for i in range((cont or {}).get("offset", 0), max(len(revs), 1), self.batch):
             yield revs[i:i + self.batch]
