@@ -71,19 +71,17 @@ def test_api_round_trip(db_url, maker):  # noqa: F811
         assert session.query(Subscription).count() == 0
 
 
-def test_concurrent_duplicate_is_a_conflict(maker):  # noqa: F811
-    with maker.begin() as session:
-        tenant = store.create_tenant(session, name="race")
-    new = validation.parse_subscription({"tenant_id": tenant.id, "wiki": LOCAL_WIKI, "title": "Race"},
-                                        (hub_config("sqlite://").wiki_allowlist))
+def _race(maker, create) -> str:
+    """`create(session)` in a first transaction, flushed but not committed, then in a second one: what
+    the second ends in once the first commits ("created", or the Conflict's status)."""
     first = maker()
-    store.create_subscription(first, new)          # flushed, not yet committed: holds the unique key
+    create(first)                                  # flushed, not yet committed: holds the unique key
     outcome = {}
 
     def second():
         with maker() as session:
             try:
-                store.create_subscription(session, new)   # blocks on the unique index until `first` ends
+                create(session)                    # blocks on the unique index until `first` ends
                 outcome["result"] = "created"
             except Conflict as exc:
                 outcome["result"] = exc.status
@@ -95,7 +93,15 @@ def test_concurrent_duplicate_is_a_conflict(maker):  # noqa: F811
     first.commit()
     first.close()
     thread.join(10)
-    assert outcome == {"result": "409 Conflict"}
+    return outcome["result"]
+
+
+def test_concurrent_duplicate_is_a_conflict(maker):  # noqa: F811
+    with maker.begin() as session:
+        tenant = store.create_tenant(session, name="race")
+    new = validation.parse_subscription({"tenant_id": tenant.id, "wiki": LOCAL_WIKI, "title": "Race"},
+                                        (hub_config("sqlite://").wiki_allowlist))
+    assert _race(maker, lambda session: store.create_subscription(session, new)) == "409 Conflict"
 
 
 def test_concurrent_lists_sharing_a_title_end_in_a_conflict_then_a_report(maker):  # noqa: F811
@@ -109,26 +115,8 @@ def test_concurrent_lists_sharing_a_title_end_in_a_conflict_then_a_report(maker)
         return title_lists.parse_pages({"kind": "pages", "tenant_id": tenant.id, "wiki": LOCAL_WIKI,
                                         "titles": list(titles)}, allow)
 
-    first = maker()
-    store.create_pages(first, request("Shared", "Mine"))        # flushed, not committed: holds 'Shared'
-    outcome = {}
-
-    def second():
-        with maker() as session:
-            try:
-                store.create_pages(session, request("Theirs", "Shared"))
-                outcome["result"] = "created"
-            except Conflict as exc:
-                outcome["result"] = exc.status
-
-    thread = threading.Thread(target=second)
-    thread.start()
-    thread.join(0.5)
-    assert thread.is_alive()
-    first.commit()
-    first.close()
-    thread.join(10)
-    assert outcome == {"result": "409 Conflict"}
+    calls = iter([request("Shared", "Mine"), request("Theirs", "Shared")])
+    assert _race(maker, lambda session: store.create_pages(session, next(calls))) == "409 Conflict"
     with maker.begin() as session:
         again = store.create_pages(session, request("Theirs", "shared"))
     assert [(c["index"], c["title"]) for c in again["created"]] == [(0, "Theirs")]
