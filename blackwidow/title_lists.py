@@ -13,7 +13,7 @@ from shared.errors import ValidationError
 from shared.hashing import source_uuid
 
 MALFORMED, DUPLICATE, HELD = "malformed_title", "duplicate", "already_subscribed"
-CASE_SENSITIVE = "case-sensitive"
+FIRST_LETTER, CASE_SENSITIVE = validation.PAGES_CASES
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ def parse_pages(body, allowlist: tuple[str, ...]) -> PagesRequest:
     values = validation.parse(body, validation.PAGES_CREATE)
     return PagesRequest(
         tenant_id=values["tenant_id"], wiki=check_wiki(values["wiki"], allowlist), titles=tuple(values["titles"]),
-        case=values.get("case", validation.PAGES_CASES[0]), quota=values.get("quota"),
+        case=values.get("case", FIRST_LETTER), quota=values.get("quota"),
         content=values.get("content", False), enabled=values.get("enabled", True))
 
 
