@@ -2,7 +2,8 @@
 speaking the node API of shared/wire.py as tests/integration/spawn_double.py does (POST
 /v1/subscriptions applies a batch's drops, then its puts, and answers per item: an equal spec changes
 nothing, a drop of an unknown id succeeds; status reports every subscription with the spec it runs, or the page
-of them a bounded poll asks for, and takes a paged list as a real spawn does: spawn.poll_rounds). It fetches
+of them a bounded poll asks for, or only what changed since the report the poll names, as a real spawn does:
+spawn.report_delta; it takes a paged list as a real spawn does: spawn.poll_rounds). It fetches
 nothing. One asyncio loop serves every port with a minimal HTTP/1.1 keep-alive server, so a
 thousand nodes cost one process.
 
@@ -18,6 +19,7 @@ POST {control}/load {url: [spec, ...]} installs specs directly (profiling a hub 
 """
 import argparse
 import asyncio
+import bisect
 import json
 import os
 import resource
@@ -47,6 +49,12 @@ class SimNode:
         self.last_assigned: tuple[str, ...] = ()     # the last complete list
         self.put_since: set[str] = set()              # put after it: keepalives keep them named, as spawn.node does
         self.round = poll_rounds.Round()
+        # tokened reports (spawn.report_delta): the latest (token, ids, removed, delta), the ids held when it
+        # was issued, and the ids put or dropped since
+        self.answer: tuple[str, list[str], list[str], bool] | None = None
+        self.reports = 0
+        self.held: set[str] = set()
+        self.changed: set[str] = set()
 
     def heard(self) -> None:
         self.contact = time.monotonic()
@@ -83,6 +91,7 @@ class SimNode:
             self.boot_id = uuid.uuid4().hex
             self.round = poll_rounds.Round()
             self._report = None
+            self.answer, self.held, self.changed = None, set(), set()
             self.contact = now        # a real spawn registers again at once; its watchdog starts over
             return 1, 0
         orphans = [i for i in self.subs if now - self.named.get(i, now) > orphan_after_s]
@@ -97,6 +106,7 @@ class SimNode:
         if changed:
             self.subs[sub_id] = spec
             self._report = None
+            self.changed.add(sub_id)
         return 200, {"id": sub_id, "state": "running", "changed": changed}
 
     def delete(self, sub_id: str) -> tuple[int, dict]:
@@ -105,6 +115,7 @@ class SimNode:
         self.put_since.discard(sub_id)
         if removed:
             self._report = None
+            self.changed.add(sub_id)
         return 200, {"id": sub_id, "removed": removed}
 
     def apply_batch(self, body) -> tuple[int, dict]:
@@ -127,19 +138,39 @@ class SimNode:
         return 200, acks
 
     def report(self, page: ReportPage | None = None) -> bytes:
-        limit = None if page is None else min(page.limit, MAX_REPORT_ITEMS)
-        if limit is None or page.after is None and len(self.subs) <= limit:
+        """Every status; or, for a bounded poll, a page of a tokened report as spawn.report_delta issues it:
+        everything, or what changed since the report the poll names (a simulated status changes only when
+        its spec does, so the changes are the ids put or dropped since)."""
+        if page is None:
             if self._report is None:
                 self._report = self._body(self.subs)
             return self._report
-        ids = sorted(i for i in self.subs if page.after is None or i > page.after)
-        return self._body({i: self.subs[i] for i in ids[:limit]}, ids[limit - 1] if len(ids) > limit else None)
+        limit = min(page.limit, MAX_REPORT_ITEMS)
+        if page.after is None or self.answer is None:
+            self.reports += 1
+            token = f"{self.boot_id}.{self.reports}"
+            latest = self.answer if page.after is None else None
+            if latest is not None and page.since == latest[0]:
+                ids = sorted(i for i in self.changed if i in self.subs)
+                removed = sorted(i for i in self.changed if i not in self.subs and i in self.held)
+                self.answer = (token, ids, removed, True)
+            else:
+                self.answer = (token, sorted(self.subs), [], False)
+            self.held = set(self.subs)
+            self.changed = set()
+        token, ids, removed, delta = self.answer
+        start = 0 if page.after is None else bisect.bisect_right(ids, page.after)
+        chunk = ids[start:start + limit]
+        more = chunk[-1] if start + limit < len(ids) and chunk else None
+        extra = {"token": token, **({"delta": True, "removed": removed if page.after is None else []}
+                                    if delta else {})}
+        return self._body({i: self.subs[i] for i in chunk if i in self.subs}, more, extra)
 
-    def _body(self, subs: dict[str, dict], more: str | None = None) -> bytes:
+    def _body(self, subs: dict[str, dict], more: str | None = None, extra: dict | None = None) -> bytes:
         body = {"node_id": self.node_id, "boot_id": self.boot_id, "attached": True,
                 "subscriptions": [{"id": i, "state": "running", "revisions": 3, "last_rev_id": None,
                                    "last_error": None, "spec": s} for i, s in subs.items()],
-                "sources": len(self.subs)}
+                "sources": len(self.subs), **(extra or {})}
         return json.dumps(body if more is None else {**body, "next": more}).encode()
 
 

@@ -4,12 +4,13 @@ A node's list of assigned ids travels in pages of at most `page_ids` ids (with t
 one request when it fits, else the pages of one round (shared.wire.PollPage), in order. Every request
 also asks for a page of at most `report_items` statuses after a cursor; the hub asks again until the
 spawn says nothing follows. Requests go on past the last page of ids by repeating it (a repeated page
-changes nothing on the spawn) until the report is whole. docs/coordination.md, "Bounded polls".
+changes nothing on the spawn) until the report is whole, and from then on ask from past its end (a request
+from no cursor asks for a new report). docs/coordination.md, "Bounded polls".
 """
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from shared.wire import Budget, Lease, Poll, PollPage, ReportPage, StatusReport
+from shared.wire import Budget, Lease, Poll, PollPage, ReportPage, StatusReport, SubscriptionStatus
 
 # A spawn whose report cursor never reaches the end would keep a tick polling it forever.
 MAX_REQUESTS = 10_000
@@ -32,9 +33,10 @@ def split(ids: Sequence[str], page_ids: int) -> list[tuple[str, ...]]:
 
 
 def request(node_id: str, pages: list[tuple[str, ...]], index: int, round_id: str, leases: Mapping[str, Lease],
-            budgets: Mapping[str, Budget], after: str | None, paging: Paging) -> Poll:
+            budgets: Mapping[str, Budget], after: str | None, paging: Paging, since: str | None = None) -> Poll:
     """The `index`th request of a node's poll. Budgets ride on the first; leases with the page naming
-    their subscription (any other lease on the first); past the last page the last one is repeated."""
+    their subscription (any other lease on the first); past the last page the last one is repeated.
+    `since`: the token of the node's last report received whole (the spawn may answer with changes only)."""
     last = min(index, len(pages) - 1)
     ids = pages[last]
     page_leases = {sid: leases[sid] for sid in ids if sid in leases}
@@ -44,7 +46,7 @@ def request(node_id: str, pages: list[tuple[str, ...]], index: int, round_id: st
     return Poll(node_id=node_id, assigned=ids, leases=page_leases,
                 budgets=budgets if index == 0 else {},
                 page=PollPage(round_id, last, len(pages)) if len(pages) > 1 else None,
-                report=ReportPage(after, paging.report_items))
+                report=ReportPage(after, paging.report_items, since))
 
 
 def more(index: int, pages: int, answer: StatusReport, after: str | None) -> bool:
@@ -56,14 +58,35 @@ def more(index: int, pages: int, answer: StatusReport, after: str | None) -> boo
     return index + 1 < pages or answer.next is not None
 
 
-def merge(answers: list[StatusReport]) -> StatusReport:
-    """The answers of one poll as one report: every status (a repeated id: the later one), the counts and
-    identities of the last answer. Answers from two boots of the spawn are not one view of it."""
+def cursor(after: str | None, answer: StatusReport) -> str:
+    """The report cursor of the request after one asked from `after` and answered with `answer`. Once the
+    report is whole, the requests that still carry pages of ids ask from past its end: a request from no
+    cursor asks the spawn for a new report, which would not be the one this poll's answers make up."""
+    if answer.next is not None:
+        return answer.next
+    if after is not None:
+        return after
+    return answer.subscriptions[-1].id if answer.subscriptions else ""
+
+
+def merge(answers: list[StatusReport], known: Mapping[str, SubscriptionStatus] | None = None) -> StatusReport:
+    """The answers of one poll as one whole report: every status (a repeated id: the later one), the counts
+    and identities of the last answer. A delta (spawn.report_delta) applies to `known`, the statuses of the
+    report its poll named. Answers from two boots of the spawn, or from two reports, are not one view of it."""
     boots = {a.boot_id for a in answers}
     if len(boots) != 1:
         raise PagingError("the spawn restarted during the poll")
-    last = answers[-1]
-    subs = {s.id: s for a in answers for s in a.subscriptions}
+    if len({a.token for a in answers}) != 1:
+        raise PagingError("the answers belong to different reports")
+    first, last = answers[0], answers[-1]
+    subs: dict[str, SubscriptionStatus] = {}
+    if first.delta:
+        if known is None:
+            raise PagingError("changes since a report the poll did not name")
+        subs.update(known)
+        for gone in (i for a in answers for i in a.removed):
+            subs.pop(gone, None)
+    subs.update((s.id, s) for a in answers for s in a.subscriptions)
     return StatusReport(node_id=last.node_id, boot_id=last.boot_id, attached=last.attached,
                         subscriptions=tuple(subs.values()), sources=last.sources, identities=last.identities,
-                        rejected=tuple(r for a in answers for r in a.rejected))
+                        rejected=tuple(r for a in answers for r in a.rejected), token=first.token)

@@ -29,7 +29,7 @@ from blackwidow.store import coordination as store
 from blackwidow.store.coordination import Snapshot
 from blackwidow.tick_gc import without_cyclic_gc
 from shared.config import HubConfig
-from shared.wire import Budget, IdentityUse, Lease, Poll, StatusReport
+from shared.wire import Budget, IdentityUse, Lease, Poll, StatusReport, SubscriptionStatus
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +52,14 @@ class PollerState:
     live_urls: dict[str, str] = field(default_factory=dict)
     # {node id: its latest StatusReport.identities}: the upstream demand the next budgets serve
     uses: dict[str, Mapping[str, IdentityUse]] = field(default_factory=dict)
+    # {node id: its last report received whole}: the next poll asks only for what changed since
+    reports: dict[str, "Known"] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Known:
+    token: str
+    statuses: Mapping[str, SubscriptionStatus]
 
 
 @dataclass(frozen=True)
@@ -108,7 +116,8 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
     stages.end("grants")
 
     paging = poll_pages.Paging(config.poll_page_ids, config.report_page_items)
-    polled = _poll_nodes(spawn_client, live, snap, metrics, leases, budgets, paging)
+    state.reports = {nid: known for nid, known in state.reports.items() if nid in live_ids}
+    polled = _poll_nodes(spawn_client, live, snap, metrics, leases, budgets, paging, state.reports)
     stages.end("polls")
     state.uses = {nid: r.identities for nid, r in polled.reports.items()} | \
         {nid: use for nid, use in state.uses.items() if nid in polled.failed}
@@ -206,8 +215,10 @@ def _each(fn, items: list) -> list:
 
 
 def _poll_nodes(client: SpawnClient, live: list[store.NodeView], snap: Snapshot, metrics: SchedulerMetrics,
-                leases: leasing.LeaseRound, budgets: Mapping[str, Plan], paging: poll_pages.Paging) -> Polled:
-    """Poll concurrently: the answers, and the nodes whose poll failed."""
+                leases: leasing.LeaseRound, budgets: Mapping[str, Plan], paging: poll_pages.Paging,
+                known: dict[str, Known]) -> Polled:
+    """Poll concurrently: the answers, and the nodes whose poll failed. `known` holds each node's last
+    whole report and is updated with this tick's."""
     assigned: dict[str, list[str]] = {}
     for sub_id, assignment in snap.assignments.items():
         assigned.setdefault(assignment.node_id, []).append(sub_id)
@@ -216,9 +227,13 @@ def _poll_nodes(client: SpawnClient, live: list[store.NodeView], snap: Snapshot,
         began = time.monotonic()
         try:
             report = _poll_node(client, node, assigned.get(node.id, []), leases.for_node(node.id),
-                                upstream_tick.budgets_for(budgets, node.id), paging)
+                                upstream_tick.budgets_for(budgets, node.id), paging, known.get(node.id))
             if report.node_id is not None and report.node_id != node.id:
                 raise SpawnError(f"answered as node {report.node_id}", node_url=node.url)
+            if report.token is not None:      # one thread per node: no two write the same key
+                known[node.id] = Known(report.token, {s.id: s for s in report.subscriptions})
+            else:
+                known.pop(node.id, None)
             return node, report
         except SpawnError as exc:
             return node, exc
@@ -245,7 +260,7 @@ def _poll_nodes(client: SpawnClient, live: list[store.NodeView], snap: Snapshot,
 
 
 def _poll_node(client: SpawnClient, node: store.NodeView, ids: list[str], leases: Mapping[str, Lease],
-               budgets: Mapping[str, Budget], paging: poll_pages.Paging) -> StatusReport:
+               budgets: Mapping[str, Budget], paging: poll_pages.Paging, known: Known | None) -> StatusReport:
     """One node's poll in bounded requests (blackwidow.poll_pages). A spawn that refuses a paged list (422:
     a version without pages, in a rolling upgrade) gets the whole list in one request, as it always did."""
     pages = poll_pages.split(ids, paging.page_ids)
@@ -254,7 +269,8 @@ def _poll_node(client: SpawnClient, node: store.NodeView, ids: list[str], leases
     after: str | None = None
     index = 0
     while True:
-        poll = poll_pages.request(node.id, pages, index, round_id, leases, budgets, after, paging)
+        poll = poll_pages.request(node.id, pages, index, round_id, leases, budgets, after, paging,
+                                  known.token if known is not None else None)
         try:
             answer = client.poll(node.url, poll)
         except SpawnRejected as exc:
@@ -265,10 +281,10 @@ def _poll_node(client: SpawnClient, node: store.NodeView, ids: list[str], leases
         answers.append(answer)
         try:
             if not poll_pages.more(index, len(pages), answer, after):
-                return poll_pages.merge(answers)
+                return poll_pages.merge(answers, known.statuses if known is not None else None)
         except poll_pages.PagingError as exc:
             raise SpawnBadResponse(f"status report: {exc}", node_url=node.url) from None
-        after = answer.next if answer.next is not None else after
+        after = poll_pages.cursor(after, answer)
         index += 1
 
 

@@ -168,6 +168,13 @@ class SendBatchAck:
         return cls(drops=items("drops", DropAck), puts=items("puts", PutAck))
 
 
+def _strings(body: dict, name: str) -> list[str]:
+    items = _req(body, name, list, optional=True, default=[])
+    if not all(isinstance(item, str) for item in items):
+        raise ValidationError(f"'{name}' must be a list of strings", field=name)
+    return items
+
+
 def _count(body: dict, name: str, *, minimum: int = 0) -> int:
     value = _req(body, name, int)
     if value < minimum:
@@ -424,6 +431,12 @@ class StatusReport:
     # a bounded report (the poll asked for a ReportPage) that stopped early: the last id it holds; the hub
     # asks again from there. None: nothing after these (or an unbounded report of everything).
     next: str | None = None
+    # this report's token, for the next poll's ReportPage.since (None: a spawn that answers no deltas)
+    token: str | None = None
+    # True: `subscriptions` holds only the statuses that changed since the poll's `since`, and `removed` the
+    # ids the node no longer holds; the rest is as that report said (docs/coordination.md, "Bounded polls")
+    delta: bool = False
+    removed: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -432,8 +445,14 @@ class StatusReport:
         d.pop("identities")
         if self.identities:      # absent when the node holds no identity-paced subscription
             d["identities"] = {key: use.to_dict() for key, use in self.identities.items()}
-        if self.next is None:
-            d.pop("next")
+        for name in ("next", "token"):
+            if d[name] is None:
+                d.pop(name)
+        if not self.delta:
+            d.pop("delta")
+            d.pop("removed")
+        else:
+            d["removed"] = list(self.removed)
         return d
 
     @classmethod
@@ -453,6 +472,9 @@ class StatusReport:
             sources=_req(body, "sources", int, optional=True, default=0),
             identities=_keyed(body, "identities", IdentityUse.from_dict),
             next=_req(body, "next", str, optional=True),
+            token=_req(body, "token", str, optional=True),
+            delta=_req(body, "delta", bool, optional=True, default=False),
+            removed=tuple(_strings(body, "removed")),
         )
 
 
@@ -475,16 +497,23 @@ class PollPage:
 @dataclass(frozen=True)
 class ReportPage:
     """Hub -> spawn, inside a Poll: answer with at most `limit` statuses, those with ids after `after`
-    in sorted order (None: from the first), and say where the next page starts (StatusReport.next)."""
+    in sorted order (None: from the first), and say where the next page starts (StatusReport.next).
+    `since`: the token of the last report the hub received whole from this node; a spawn that issued it
+    may answer with what changed since (StatusReport.delta) instead of everything."""
     after: str | None
     limit: int
+    since: str | None = None
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        body = asdict(self)
+        if self.since is None:
+            body.pop("since")
+        return body
 
     @classmethod
     def from_dict(cls, body: dict) -> "ReportPage":
-        return cls(after=_req(body, "after", str, optional=True), limit=_count(body, "limit", minimum=1))
+        return cls(after=_req(body, "after", str, optional=True), limit=_count(body, "limit", minimum=1),
+                   since=_req(body, "since", str, optional=True))
 
 
 @dataclass(frozen=True)

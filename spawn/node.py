@@ -8,10 +8,11 @@ import logging
 import threading
 import time
 import uuid
+from typing import Sequence
 
 from shared.hashing import node_id_for
 from shared.wire import Poll, RegistrationAck, ReportPage, StatusReport, SubscriptionSpec, SubscriptionStatus
-from spawn import poll_rounds
+from spawn import poll_rounds, report_delta
 from spawn.health import Attachment, SpawnHealth, spawn_health
 from spawn.host_limiter import Backoff
 from spawn.hub_client import HubClient, HubError, HubRejected, HubUnreachable
@@ -50,6 +51,9 @@ class Node:
         # places a million subscriptions outlasts the orphan timer before its next list arrives)
         self._put_since: set[str] = set()
         self._round = poll_rounds.Round()                     # the paged list being received
+        self._answer: report_delta.Answer | None = None       # the latest tokened report, paged from
+        self._reports = 0
+        self._report_lock = threading.Lock()
         self._registration_failure: HubError | None = None    # the last attempt's, until one succeeds
         self.poll_interval_s: float | None = None
         self.watchdog = DetachWatchdog(detach_after_s, self.detach, clock=clock)
@@ -102,11 +106,23 @@ class Node:
 
     # -- views -----------------------------------------------------------------------------
     def report(self, page: ReportPage | None = None) -> StatusReport:
-        """Every subscription, or with `page` at most a page of them in id order and where the next starts."""
+        """Every subscription, or with `page` a page of a tokened report: everything, or what changed since
+        the report the poll names (spawn.report_delta), in id order, and where the next page starts."""
+        token, delta = None, False
+        subs: Sequence[SubscriptionStatus]
+        removed: tuple[str, ...] = ()
         if page is None:
             subs, after = self.registry.snapshot(), None
         else:
-            subs, after = self.registry.snapshot_page(page.after, min(page.limit, MAX_REPORT_ITEMS))
+            limit = min(page.limit, MAX_REPORT_ITEMS)
+            with self._report_lock:
+                if page.after is None or self._answer is None:
+                    self._reports += 1
+                    self._answer = report_delta.answer(self._answer if page.after is None else None, page.since,
+                                                       self.registry.snapshot(), f"{self.boot_id}.{self._reports}")
+                issued = self._answer
+            subs, after = report_delta.page(issued, page.after, limit)
+            token, delta, removed = issued.token, issued.delta, issued.removed if page.after is None else ()
         counts = self.registry.counts()
         self.metrics.subscribers.set(counts["subscribers"])
         self.metrics.sources.set(counts["sources"])
@@ -114,7 +130,8 @@ class Node:
         self.metrics.load.set(float("nan") if load is None else load)     # unknown outside the cluster, not 0
         return StatusReport(node_id=self.node_id, boot_id=self.boot_id, attached=self.attached,
                             subscriptions=tuple(subs), sources=counts["sources"],
-                            identities=self.budgets.report() if self.budgets is not None else {}, next=after)
+                            identities=self.budgets.report() if self.budgets is not None else {}, next=after,
+                            token=token, delta=delta, removed=removed)
 
     def attachment(self) -> Attachment:
         failure = self._registration_failure
@@ -146,6 +163,8 @@ class Node:
         self.boot_id = uuid.uuid4().hex
         self._round = poll_rounds.Round()
         self._put_since = set()
+        with self._report_lock:
+            self._answer = None
         self._need_register.set()
 
     def register_once(self) -> RegistrationAck:

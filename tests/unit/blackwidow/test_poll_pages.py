@@ -82,3 +82,47 @@ def test_a_paged_poll_round_trips_and_a_paged_list_is_an_object():
     report = answer("a", next="a")
     assert StatusReport.from_dict(report.to_dict()) == report
     assert "next" not in answer("a").to_dict()
+
+
+def tokened(*ids, token="t2", delta=False, removed=(), boot="b1"):
+    return StatusReport(node_id="n", boot_id=boot, attached=True,
+                        subscriptions=tuple(SubscriptionStatus(i, "failed") for i in ids), token=token,
+                        delta=delta, removed=tuple(removed))
+
+
+KNOWN = {i: SubscriptionStatus(i, "running") for i in ("a", "b", "c")}
+
+
+@pytest.mark.parametrize("answers, known, expected", [
+    # a whole report replaces what was known
+    ([tokened("a"), tokened("d")], KNOWN, {"a": "failed", "d": "failed"}),
+    # a delta applies to it: changed statuses, ids gone
+    ([tokened("b", delta=True, removed=["c"]), tokened("e", delta=True)], KNOWN,
+     {"a": "running", "b": "failed", "e": "failed"}),
+    ([tokened(delta=True)], KNOWN, {"a": "running", "b": "running", "c": "running"}),
+])
+def test_a_delta_applies_to_the_report_its_poll_named(answers, known, expected):
+    report = poll_pages.merge(answers, known)
+    assert {s.id: s.state for s in report.subscriptions} == expected
+    assert (report.token, report.delta) == ("t2", False)        # the merged report is whole
+    assert KNOWN["b"].state == "running"                        # what was known is not changed in place
+
+
+@pytest.mark.parametrize("answers, known", [
+    ([tokened("a", delta=True)], None),                             # a delta for a poll that named no report
+    ([tokened("a", token="t2"), tokened("b", token="t3")], KNOWN),  # pages of two reports
+])
+def test_answers_that_are_not_one_view_fail_the_poll(answers, known):
+    with pytest.raises(PagingError):
+        poll_pages.merge(answers, known)
+
+
+@pytest.mark.parametrize("after, report, expected", [
+    (None, answer("a", next="c"), "c"),          # the report goes on from where the spawn said
+    ("c", answer("d", next="f"), "f"),
+    ("f", answer("g"), "f"),                      # whole: later requests ask from past what was read
+    (None, answer("a", "b"), "b"),                # whole in one answer: from its last id, not from nothing
+    (None, answer(), ""),                         # nothing reported: from before every id, never None
+])
+def test_the_report_cursor_of_the_next_request(after, report, expected):
+    assert poll_pages.cursor(after, report) == expected

@@ -164,3 +164,23 @@ def test_a_spec_names_its_identity_and_a_legacy_spec_has_none():
     with pytest.raises(ValidationError) as err:
         SubscriptionSpec.from_dict(spec(identity=3))
     assert err.value.field == "identity"
+
+
+def test_tokened_reports_and_deltas_round_trip_and_stay_absent_when_unused():
+    from shared.wire import ReportPage, StatusReport, SubscriptionStatus
+    delta = StatusReport(node_id="n", boot_id="b", attached=True, subscriptions=(SubscriptionStatus("a", "running"),),
+                         token="b.2", delta=True, removed=("c",))
+    assert StatusReport.from_dict(delta.to_dict()) == delta
+    whole = StatusReport(node_id="n", boot_id="b", attached=True)
+    assert {"token", "delta", "removed"}.isdisjoint(whole.to_dict())      # as a spawn without tokens answers
+    assert ReportPage.from_dict(ReportPage("x", 5, "b.1").to_dict()) == ReportPage("x", 5, "b.1")
+    assert "since" not in ReportPage(None, 5).to_dict()
+
+
+def test_removed_ids_must_be_strings():
+    import pytest
+    from shared.errors import ValidationError
+    from shared.wire import StatusReport
+    with pytest.raises(ValidationError) as info:
+        StatusReport.from_dict({"boot_id": "b", "attached": True, "delta": True, "removed": [1]})
+    assert info.value.field == "removed"

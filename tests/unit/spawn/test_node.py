@@ -120,3 +120,33 @@ def test_a_subscription_put_during_a_long_tick_stays_named_by_keepalives_until_t
     h.clock.advance(h.registry.orphan_after_s + 1)
     node.keepalive()
     assert [s.id for s in h.registry.snapshot()] == ["a"]
+
+
+def test_a_poll_naming_the_last_report_gets_only_what_changed():
+    from shared.wire import ReportPage
+    h, node = make_node()
+    node.register_once()
+    for sub_id in ("a", "b", "c"):
+        node.put(spec(sub_id))
+    poll = Poll(node_id="node-1", assigned=("a", "b", "c"), report=ReportPage(None, 2))
+    first = node.heartbeat(poll)
+    rest = node.heartbeat(Poll(node_id="node-1", assigned=("a", "b", "c"), report=ReportPage(first.next, 2)))
+    assert (first.delta, [s.id for s in first.subscriptions + rest.subscriptions]) == (False, ["a", "b", "c"])
+    assert rest.token == first.token                     # the poll's pages are one report
+    steady = node.heartbeat(Poll(node_id="node-1", assigned=("a", "b", "c"),
+                                 report=ReportPage(None, 2, since=first.token)))
+    assert (steady.delta, steady.subscriptions, steady.removed, steady.next) == (True, (), (), None)
+    node.delete("b")
+    node.put(spec("d"))
+    changed = node.heartbeat(Poll(node_id="node-1", assigned=("a", "c", "d"),
+                                  report=ReportPage(None, 2, since=steady.token)))
+    assert ([s.id for s in changed.subscriptions], changed.removed) == (["d"], ("b",))
+    # a hub that lost that answer names the one before: it gets everything
+    again = node.heartbeat(Poll(node_id="node-1", assigned=("a", "c", "d"),
+                                report=ReportPage(None, 5, since=steady.token)))
+    assert (again.delta, [s.id for s in again.subscriptions]) == (False, ["a", "c", "d"])
+    # a detach starts over: tokens of the old boot name nothing
+    node.detach()
+    node.register_once()
+    fresh = node.heartbeat(Poll(node_id="node-1", assigned=(), report=ReportPage(None, 5, since=again.token)))
+    assert (fresh.delta, fresh.subscriptions) == (False, ())
