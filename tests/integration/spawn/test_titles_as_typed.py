@@ -4,9 +4,7 @@ subscriptions end on one fetcher through the spawn's page key."""
 import pytest
 
 from shared.hashing import source_uuid, wiki_key
-from spawn.metrics import SpawnMetrics
-from spawn.registry import Registry
-from spawn.wikis import Wikis
+from tests.integration.spawn.registries import recorded_registry
 from tests.integration.spawn.test_harvest import spec, status, wait_for
 from tools.wikigen import BIG_TITLE
 
@@ -18,14 +16,8 @@ TYPED = BIG_TITLE[0].lower() + BIG_TITLE[1:]         # 'synthetic article 1'
 @pytest.fixture
 def recorded(spawn_config, store, mediawiki):
     """A registry whose wiki session records the `titles` of every history request it sends."""
-    http = mediawiki.session()
-    asked: list[str] = []
-    http.hooks["response"].append(lambda resp, *a, **kw: asked.append(resp.request.url))
-    wikis = Wikis(spawn_config, http=http, store=store, metrics=SpawnMetrics())
-    registry = Registry(wikis.make_source, orphan_after_s=60)
-    yield registry, asked
-    registry.clear()
-    wikis.stop()
+    with recorded_registry(spawn_config, mediawiki.session(), store) as recording:
+        yield recording
 
 
 def test_a_lower_case_title_reaches_the_wiki_unchanged_and_merges_with_the_canonical_one(recorded, store,
