@@ -9,7 +9,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Sequence
 
-from shared.revisions.model import Revision
+from shared.revisions.model import PageState, Revision
 from spawn.mediawiki import PageInfo
 
 
@@ -25,6 +25,12 @@ def missing_title(known_page_id: int | None, by_id: PageInfo | None) -> Fate:
     if known_page_id is None:
         return Fate.UNKNOWN
     return Fate.DELETED if by_id is None else Fate.MOVED
+
+
+def undeleted_unseen(stored: PageState | None, resolved_page_id: int) -> bool:
+    """A title resolved to a page whose stored row says deleted: the wiki undeleted it while no source
+    watched, so its history is read again from the start."""
+    return stored is not None and stored.deleted and stored.page_id == resolved_page_id
 
 
 def retitled(page: PageInfo, batch: Sequence[Revision]) -> PageInfo | None:

@@ -75,6 +75,7 @@ class DataSource:
         self.had_history = False            # once complete: its requests are in the freshness lane
         self.deleted = False                # the wiki answers the page as missing: only rare re-checks
         self._deleted_reason = ""
+        self._marked_deleted = False        # the store removed its texts and marked its row deleted
         self._reread_due = False            # undeleted: read the whole history again before resuming
 
     # -- subscribers (called by the registry under its lock) -------------------------------
@@ -223,6 +224,8 @@ class DataSource:
             self._opening = self.client.open_history(by_id.title, page_id=known, content=content, start=start,
                                                      **self._kw())
         self.page = self._opening.page
+        # undeleted while no source watched it: its restored revisions may be older than the resume point
+        self._reread_due = page_fate.undeleted_unseen(self._opened, self.page.page_id)
         logger.info("source.resolved", extra={"title": self.title, "page_id": self.page.page_id,
                                               "wiki": self.client.host})
         self._announce()
@@ -250,6 +253,12 @@ class DataSource:
         self.batcher.cancel(self.key)
         if self._log is None and self.page is not None:
             self._load(self.store.page(self.client.host, self.page.page_id))   # what is stored still counts
+        if not self._marked_deleted:
+            try:
+                self.store.mark_deleted(self.client.host, exc.page_id)
+                self._marked_deleted = True
+            except StoreError as err:       # marked at the next re-check
+                logger.warning("source.mark_deleted_failed", extra={"page_id": exc.page_id, "error": str(err)})
         self.metrics.source_errors.labels(kind="deleted").inc()
         self._report("deleted", str(exc))
 
@@ -269,7 +278,7 @@ class DataSource:
             self.page, self._log = None, None     # resolved again from the title by _prepare
         logger.info("source.undeleted", extra={"title": self.title, "page_id": page.page_id,
                                                "same_id": found is not None, "wiki": self.client.host})
-        self.deleted = False
+        self.deleted, self._marked_deleted = False, False
         if found is not None and (found.ns, found.title) != (page.ns, page.title):
             self._announce()
 
@@ -281,6 +290,7 @@ class DataSource:
         if state is not None:
             logger.info("source.reread", extra={"title": self.title, "until_rev_id": state.latest_rev_id})
             self._rewrite((state.latest_timestamp, state.latest_rev_id), self._need()[1])
+            self.store.mark_restored(host, page_id)
             self._load(self.store.page(host, page_id))
         self._reread_due = False
 

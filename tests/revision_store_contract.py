@@ -187,6 +187,27 @@ class RevisionStoreContract:
         assert store.page(wiki, 13).revisions == 6
         assert not store.hide_revision_fields(wiki, 1, text=True)
 
+    def test_a_deleted_page_loses_its_texts_and_stays_marked_until_restored(self, store, wiki):
+        texts = [f"text {i} of the deleted page\n" * 40 for i in range(40)]
+        texts[30] = texts[3]                                 # a revert: one text for two revisions
+        page = [dataclasses.replace(r, content=t) for r, t in zip(make_history(wiki, 17, 40), texts)]
+        other = [dataclasses.replace(r, content=f"other {r.rev_id}")
+                 for r in make_history(wiki, 18, 3, first_rev_id=9000)]
+        store.write(page)
+        store.write(other)
+        assert store.mark_deleted(wiki, 17)
+        state = store.page(wiki, 17)
+        assert (state.deleted, state.revisions, state.latest_rev_id) == (True, 40, page[-1].rev_id)
+        assert [store.content(wiki, r.rev_id) for r in page] == [None] * 40
+        assert list(store.history(wiki, 17)) == newest_first(metadata(page))      # the record stays
+        assert [store.content(wiki, r.rev_id) for r in other] == [r.content for r in other]
+        assert not store.page(wiki, 18).deleted
+        assert store.mark_deleted(wiki, 17) and not store.mark_deleted(wiki, 99)   # idempotent; nothing stored
+        store.write(page)                                    # the re-read after the undeletion
+        store.mark_restored(wiki, 17)
+        assert not store.page(wiki, 17).deleted
+        assert [store.content(wiki, r.rev_id) for r in page] == texts
+
     def test_hidden_user_and_comment(self, store, wiki):
         first, second = make_history(wiki, 13, 2)
         hidden = dataclasses.replace(second, user=None, user_id=None, user_hidden=True, comment=None,

@@ -25,7 +25,7 @@ from cassandra.policies import DCAwareRoundRobinPolicy, TokenAwarePolicy
 
 from shared.revisions.cql_batches import batched
 from shared.revisions.cql_in import chunks, cross_chunks
-from shared.revisions.cql_text import TEXT_CQL, TextWriter, read_text, remove_text
+from shared.revisions.cql_text import TEXT_CQL, TextWriter, read_text, remove_page_texts, remove_text
 from shared.revisions.derived import (
     EARLIEST, LATEST, PageRows, day_of, day_shard, described, first_month_timestamp, missing_parents,
     month_of, newest, one_page, page_rows, pointer_timestamp_us, size_deltas, utc)
@@ -70,8 +70,9 @@ _CQL = {
     "page_first": "UPDATE {ks}.pages USING TIMESTAMP ? SET first_month = ? WHERE wiki = ? AND page_id = ?",
     "page_latest": "UPDATE {ks}.pages USING TIMESTAMP ? SET ns = ?, title = ?, latest_rev_id = ?, "
                    "latest_rev_ts = ?, latest_size = ? WHERE wiki = ? AND page_id = ?",
-    "page": "SELECT title, latest_rev_id, latest_rev_ts, revisions FROM {ks}.pages "
+    "page": "SELECT title, latest_rev_id, latest_rev_ts, revisions, deleted FROM {ks}.pages "
             "WHERE wiki = ? AND page_id = ?",
+    "page_deleted": "UPDATE {ks}.pages SET deleted = ? WHERE wiki = ? AND page_id = ?",
     "history": "SELECT " + _REVISION_COLUMNS + " FROM {ks}.revisions_by_page "
                "WHERE wiki = ? AND page_id = ? AND month = ? AND rev_ts >= ? AND rev_ts <= ?",
     "all_pages": "SELECT DISTINCT wiki, page_id FROM {ks}.page_months",
@@ -314,6 +315,19 @@ class CassandraRevisionStore:
                 from failures[0]
         return [r.result_or_exc for r in results]
 
+    def mark_deleted(self, wiki: str, page_id: int) -> bool:
+        """The texts go first and the flag last: a failure leaves the page unmarked, to be marked again."""
+        if self.page(wiki, page_id) is None:
+            return False
+        removed = remove_page_texts(self._ps, self._run, wiki, page_id)
+        self._texts.forget_page(wiki, page_id)
+        self._run([(self._ps["page_deleted"], (True, wiki, page_id))])
+        logger.info("cassandra.page_deleted", extra={"wiki": wiki, "page_id": page_id, "texts": removed})
+        return True
+
+    def mark_restored(self, wiki: str, page_id: int) -> None:
+        self._run([(self._ps["page_deleted"], (False, wiki, page_id))])
+
     # -- reading -------------------------------------------------------------------------------
 
     def resume_point(self, wiki: str, page_id: int) -> ResumePoint | None:
@@ -325,7 +339,7 @@ class CassandraRevisionStore:
         if row is None or row.latest_rev_id is None:
             return None
         return PageState(wiki, page_id, row.title, row.latest_rev_id, utc(row.latest_rev_ts),
-                         row.revisions or 0)
+                         row.revisions or 0, bool(row.deleted))
 
     def history(self, wiki: str, page_id: int, *, since: datetime | None = None,
                 until: datetime | None = None) -> Iterator[Revision]:

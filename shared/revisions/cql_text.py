@@ -37,6 +37,11 @@ TEXT_CQL = {
     "text_drop_partition": "DELETE FROM {ks}.text_blobs WHERE wiki = ? AND page_id = ? AND grp = ?",
     "text_drop_group": "DELETE FROM {ks}.text_groups WHERE wiki = ? AND page_id = ? AND grp = ?",
     "text_drop_sha1": "DELETE FROM {ks}.text_sha1 WHERE wiki = ? AND page_id = ? AND sha1 = ?",
+    # page deletion (remove_page_texts)
+    "text_page_groups": "SELECT grp FROM {ks}.text_groups WHERE wiki = ? AND page_id = ?",
+    "text_group_revs": "SELECT revs FROM {ks}.text_blobs WHERE wiki = ? AND page_id = ? AND grp = ?",
+    "text_drop_page_sha1": "DELETE FROM {ks}.text_sha1 WHERE wiki = ? AND page_id = ?",
+    "text_drop_page_groups": "DELETE FROM {ks}.text_groups WHERE wiki = ? AND page_id = ?",
 }
 
 Run = Callable[[list[tuple]], list]
@@ -74,7 +79,10 @@ class TextWriter:
     def forget(self, pages: Sequence[PageRows]) -> None:
         """A failed write or a rebuilt group: read these pages' groups from storage next time."""
         for page in pages:
-            self._groups.pop((page.wiki, page.page_id), None)
+            self.forget_page(page.wiki, page.page_id)
+
+    def forget_page(self, wiki: str, page_id: int) -> None:
+        self._groups.pop((wiki, page_id), None)
 
     def _known(self, texts: list[tuple[PageRows, list[Revision]]]) -> list[dict[str, tuple[int, int]]]:
         """Per page, the digests of its texts already stored: sha1 -> (grp, blob)."""
@@ -188,3 +196,15 @@ def remove_text(ps: dict, run: Run, execute: Callable, wiki: str, rev_id: int) -
     execute(unlogged(batch + [(ps["text_drop_blob"], (*key, where.blob))]))
     run(statements)
     return True
+
+
+def remove_page_texts(ps: dict, run: Run, wiki: str, page_id: int) -> int:
+    """Remove every stored text of a page (page deletion): the revisions' pointers first, so none leads to a
+    missing blob, then the groups' partitions, digests and list. Returns how many revisions had a text."""
+    groups = [row.grp for row in run([(ps["text_page_groups"], (wiki, page_id))])[0]]
+    found = run([(ps["text_group_revs"], (wiki, page_id, grp)) for grp in groups])
+    revs = sorted({rev for rows in found for row in rows for rev in (row.revs or ())})
+    run([(ps["text_drop_pointer"], (wiki, rev)) for rev in revs])
+    run([(ps["text_drop_partition"], (wiki, page_id, grp)) for grp in groups]
+        + [(ps["text_drop_page_sha1"], (wiki, page_id)), (ps["text_drop_page_groups"], (wiki, page_id))])
+    return len(revs)

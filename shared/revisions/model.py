@@ -43,3 +43,4 @@ class PageState:
     latest_rev_id: int
     latest_timestamp: datetime
     revisions: int = field(default=0)
+    deleted: bool = False     # deleted on its wiki (RevisionStore.mark_deleted): its texts are gone

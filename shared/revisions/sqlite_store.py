@@ -68,6 +68,12 @@ CREATE TABLE IF NOT EXISTS pages (
   revisions INTEGER NOT NULL,
   PRIMARY KEY (wiki, page_id)
 );
+-- pages deleted on their wiki (mark_deleted): apart from pages, which every write replaces whole
+CREATE TABLE IF NOT EXISTS deleted_pages (
+  wiki TEXT NOT NULL,
+  page_id INTEGER NOT NULL,
+  PRIMARY KEY (wiki, page_id)
+);
 """
 
 _COLUMNS = ("wiki, rev_id, page_id, ns, title, parent_id, rev_ts, user_text, user_id, anon, minor, size, "
@@ -168,6 +174,29 @@ class SQLiteRevisionStore:
         except sqlite3.Error as exc:
             raise StoreError(f"hiding fields of {wiki} revision {rev_id} failed: {exc}") from exc
 
+    def mark_deleted(self, wiki: str, page_id: int) -> bool:
+        """The page's texts removed and its mark set in one transaction."""
+        conn = self._conn()
+        try:
+            with _transaction(conn):
+                if conn.execute("SELECT 1 FROM pages WHERE wiki = ? AND page_id = ?", (wiki, page_id)).fetchone() \
+                        is None:
+                    return False
+                conn.execute("DELETE FROM revision_content WHERE wiki = ?1 AND rev_id IN "
+                             "(SELECT rev_id FROM revisions WHERE wiki = ?1 AND page_id = ?2)", (wiki, page_id))
+                conn.execute("INSERT OR IGNORE INTO deleted_pages (wiki, page_id) VALUES (?, ?)", (wiki, page_id))
+            return True
+        except sqlite3.Error as exc:
+            raise StoreError(f"marking {wiki} page {page_id} deleted failed: {exc}") from exc
+
+    def mark_restored(self, wiki: str, page_id: int) -> None:
+        conn = self._conn()
+        try:
+            with _transaction(conn):
+                conn.execute("DELETE FROM deleted_pages WHERE wiki = ? AND page_id = ?", (wiki, page_id))
+        except sqlite3.Error as exc:
+            raise StoreError(f"marking {wiki} page {page_id} restored failed: {exc}") from exc
+
     # -- reading -------------------------------------------------------------------------------
 
     def resume_point(self, wiki: str, page_id: int) -> ResumePoint | None:
@@ -175,12 +204,13 @@ class SQLiteRevisionStore:
         return None if state is None else ResumePoint(state.latest_rev_id, state.latest_timestamp)
 
     def page(self, wiki: str, page_id: int) -> PageState | None:
-        row = self._query("SELECT title, latest_rev_id, latest_rev_ts, revisions FROM pages "
+        row = self._query("SELECT title, latest_rev_id, latest_rev_ts, revisions, EXISTS (SELECT 1 FROM "
+                          "deleted_pages d WHERE d.wiki = p.wiki AND d.page_id = p.page_id) FROM pages p "
                           "WHERE wiki = ? AND page_id = ?", (wiki, page_id))
         if not row:
             return None
-        title, rev_id, ts, count = row[0]
-        return PageState(wiki, page_id, title, rev_id, parse_ts(ts), count)
+        title, rev_id, ts, count, deleted = row[0]
+        return PageState(wiki, page_id, title, rev_id, parse_ts(ts), count, bool(deleted))
 
     def history(self, wiki: str, page_id: int, *, since: datetime | None = None,
                 until: datetime | None = None) -> Iterator[Revision]:

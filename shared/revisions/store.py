@@ -41,6 +41,14 @@ class RevisionStore(Protocol):
         flags are set); a text also shown by another revision stays for that one. False when the
         revision is not stored."""
 
+    def mark_deleted(self, wiki: str, page_id: int) -> bool:
+        """Page deletion: remove the page's stored texts and mark its page row deleted. Its revision rows
+        stay (the record of what was harvested, and the resume point after an undeletion). Idempotent. False
+        when nothing of the page is stored."""
+
+    def mark_restored(self, wiki: str, page_id: int) -> None:
+        """Undeletion: the page row is no longer marked deleted (its texts come back with the re-read)."""
+
     def page(self, wiki: str, page_id: int) -> PageState | None:
         """Latest revision and revision count of a page, or None if nothing is stored."""
 

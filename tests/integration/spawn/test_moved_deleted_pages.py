@@ -56,26 +56,36 @@ def new_page(admin: AdminApi, writable_wiki, edits: int, spaced: bool = False) -
     return title
 
 
+def partly_restored_page(admin: AdminApi, writable_wiki) -> tuple[str, int, list[dict]]:
+    """A page of three revisions of which only the newest is visible: the two older ones lie in the archive
+    (deleted, then only the newest undeleted). Returns its title, page id and the three revisions."""
+    title = new_page(admin, writable_wiki, 3, spaced=True)
+    page_id = int(page_of(admin, title)["pageid"])
+    revisions = admin.history(title)
+    admin.delete(title)
+    admin.call("POST", action="undelete", title=title, timestamps=revisions[-1]["timestamp"], reason="partial",
+               token=admin.csrf_token())
+    assert rev_ids(admin, title) == [revisions[-1]["revid"]] and int(page_of(admin, title)["pageid"]) == page_id
+    return title, page_id, revisions
+
+
 def test_a_deleted_page_shows_deleted_then_its_undeletion_restores_old_revisions_too(
         spawn, store, admin, writable_wiki):
     registry, requests = spawn
     api, wiki = writable_wiki.api_url, wiki_key(writable_wiki.api_url)
-    title = new_page(admin, writable_wiki, 3, spaced=True)
-    page_id = int(page_of(admin, title)["pageid"])
-    first = admin.history(title)
-    # only the newest revision visible when the harvest starts: the two older ones lie in the archive
-    admin.delete(title)
-    admin.call("POST", action="undelete", title=title, timestamps=first[-1]["timestamp"], reason="partial",
-               token=admin.csrf_token())
-    assert rev_ids(admin, title) == [first[-1]["revid"]] and int(page_of(admin, title)["pageid"]) == page_id
+    title, page_id, first = partly_restored_page(admin, writable_wiki)
 
-    registry.upsert(spec(api, "s1", title))
+    registry.upsert(spec(api, "s1", title, content=True))
     wait_for(lambda: status(registry, "s1").revisions == 1 and status(registry, "s1").state == "running", 60,
              "the visible revision")
+    assert store.content(wiki, first[-1]["revid"]) == f"text 2 of {title}"
 
     admin.delete(title)
     wait_for(lambda: status(registry, "s1").state == "deleted", 30, "the deletion to show")
     assert "deleted" in status(registry, "s1").last_error and status(registry, "s1").revisions == 1
+    # the stored text is gone, the page row says deleted, the revision's metadata stays
+    wait_for(lambda: store.page(wiki, page_id).deleted, 10, "the page row marked deleted")
+    assert store.content(wiki, first[-1]["revid"]) is None and stored_ids(store, wiki, page_id) == [first[-1]["revid"]]
     before = len(requests)
     time.sleep(2 * RECHECK_S)
     # one re-check (the page id, then the title) per interval: no retry loop against a missing page
@@ -87,6 +97,8 @@ def test_a_deleted_page_shows_deleted_then_its_undeletion_restores_old_revisions
     wait_for(lambda: status(registry, "s1").state == "running" and status(registry, "s1").revisions == 3,
              30, "the undeleted history")
     assert stored_ids(store, wiki, page_id) == sorted(rev_ids(admin, title))
+    assert not store.page(wiki, page_id).deleted
+    assert [store.content(wiki, r["revid"]) for r in first] == [f"text {i} of {title}" for i in range(3)]
     newest = admin.edit(title, "after the undeletion")
     wait_for(lambda: status(registry, "s1").last_rev_id == newest, 30, "the harvest to resume")
     assert stored_ids(store, wiki, page_id) == sorted(rev_ids(admin, title))
@@ -149,3 +161,20 @@ def test_a_spawn_starting_on_a_title_moved_away_without_a_redirect_follows_the_s
             admin.move(title, f"{title} elsewhere", leave_redirect=False)
             assert "missing" in page_of(admin, title)
     assert stored_ids(store, wiki, page_id) == sorted(rev_ids(admin, f"{title} elsewhere"))
+
+
+def test_a_page_undeleted_while_no_spawn_watched_is_read_again_when_one_starts(
+        spawn_config, store, admin, writable_wiki):
+    api, wiki = writable_wiki.api_url, wiki_key(writable_wiki.api_url)
+    title, page_id, first = partly_restored_page(admin, writable_wiki)
+    with recorded_registry(fast(spawn_config), writable_wiki.session(), store) as (registry, _):
+        registry.upsert(spec(api, "s1", title))
+        wait_for(lambda: status(registry, "s1").revisions == 1, 60, "the visible revision")
+        admin.delete(title)
+        wait_for(lambda: store.page(wiki, page_id).deleted, 30, "the page row marked deleted")
+    admin.undelete(title)                      # nobody watching: the next spawn finds the row marked deleted
+    with recorded_registry(fast(spawn_config), writable_wiki.session(), store) as (registry, _):
+        registry.upsert(spec(api, "s1", title))
+        wait_for(lambda: status(registry, "s1").revisions == 3, 60, "the restored history")
+        assert status(registry, "s1").state == "running"
+    assert stored_ids(store, wiki, page_id) == sorted(rev_ids(admin, title)) and not store.page(wiki, page_id).deleted

@@ -31,6 +31,7 @@ class MemoryStore:
         self.writes = 0
         self.resume_override: ResumePoint | None = None    # as after a crash in the middle of a batch
         self.history_reads = 0
+        self.deleted: set[tuple[str, int]] = set()       # pages marked deleted
         self._lock = threading.Lock()
 
     def write(self, revisions):
@@ -55,7 +56,20 @@ class MemoryStore:
         if resume is None:
             return None
         stored = [r for r in self._page(wiki, page_id) if (r.timestamp, r.rev_id) <= (resume.timestamp, resume.rev_id)]
-        return PageState(wiki, page_id, stored[0].title, resume.rev_id, resume.timestamp, len(stored))
+        return PageState(wiki, page_id, stored[0].title, resume.rev_id, resume.timestamp, len(stored),
+                         (wiki, page_id) in self.deleted)
+
+    def mark_deleted(self, wiki, page_id):
+        with self._lock:
+            keys = [k for k, r in self.rows.items() if r.wiki == wiki and r.page_id == page_id]
+            for k in keys:
+                self.rows[k] = replace(self.rows[k], content=None)
+            if keys:
+                self.deleted.add((wiki, page_id))
+            return bool(keys)
+
+    def mark_restored(self, wiki, page_id):
+        self.deleted.discard((wiki, page_id))
 
     def history(self, wiki, page_id, *, since=None, until=None):
         self.history_reads += 1

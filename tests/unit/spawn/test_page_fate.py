@@ -1,10 +1,12 @@
 """The pure rules for moved, deleted and undeleted pages (spawn.page_fate)."""
 from dataclasses import replace
+from datetime import datetime, timezone
 
 import pytest
 
 from spawn.mediawiki import PageInfo
-from spawn.page_fate import Fate, missing_title, retitled, up_to
+from shared.revisions.model import PageState
+from spawn.page_fate import Fate, missing_title, retitled, undeleted_unseen, up_to
 from tests.unit.spawn.fakes import make_revisions
 
 PAGE = PageInfo(7, 0, "Page", 104)
@@ -57,3 +59,18 @@ UP_TO = [
 @pytest.mark.parametrize("name,last,kept", UP_TO, ids=[c[0] for c in UP_TO])
 def test_up_to(name, last, kept):
     assert [r.rev_id for r in up_to(REVS, last)] == kept
+
+
+STORED = PageState("wiki.test", 7, "Page", 104, datetime(2020, 1, 1, tzinfo=timezone.utc), 5)
+# (name, stored page row, page id the title resolved to, re-read?)
+UNSEEN = [
+    ("nothing stored", None, 7, False),
+    ("stored, not deleted", STORED, 7, False),
+    ("stored as deleted, the same page is back", replace(STORED, deleted=True), 7, True),
+    ("stored as deleted, the title now names another page", replace(STORED, deleted=True), 8, False),
+]
+
+
+@pytest.mark.parametrize("name,stored,resolved,reread", UNSEEN, ids=[c[0] for c in UNSEEN])
+def test_undeleted_unseen(name, stored, resolved, reread):
+    assert undeleted_unseen(stored, resolved) is reread
