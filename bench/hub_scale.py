@@ -48,7 +48,7 @@ def hub(db_url: str, routing: str, join_url: str, changes: int, cycles: int) -> 
     from blackwidow.poller import PollerState, poll_once
     from blackwidow.scheduler import USER_AGENT
     from blackwidow.spawn_client import SpawnClient
-    from blackwidow.store import register_node
+    from blackwidow.store import changes, register_node
     from shared.config import HubConfig
     from shared.http import make_session
 
@@ -124,6 +124,7 @@ def hub(db_url: str, routing: str, join_url: str, changes: int, cycles: int) -> 
     with maker.begin() as session:
         ids = session.scalars(sa.select(Subscription.id).order_by(Subscription.id).limit(changes)).all()
         session.execute(sa.update(Subscription).where(Subscription.id.in_(ids)).values(quota=1_000_000))
+        changes.note(session, ids)          # as the admin API does
     tick("soft reload")
     with maker.begin() as session:
         register_node(session, join_url)

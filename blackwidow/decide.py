@@ -83,14 +83,23 @@ def decide(snap: Snapshot, polled: Polled, leases: leasing.LeaseRound, rules: Ru
     nodes = NodeChanges({nid: r.boot_id for nid, r in polled.reports.items()}, failures, dead)
 
     status = status_changes(snap, polled.reports)
-    state = {sid: status.get(sid, {}).get("state", sub.state) for sid, sub in snap.subscriptions.items()}
-    revisions = {sid: status.get(sid, {}).get("revisions", sub.revisions) for sid, sub in snap.subscriptions.items()}
-    # a redirect's subscription routes as its target's once a spawn reported the resolved article
-    schedulable = {sid: status.get(sid, {}).get("page_key") or sub.route_key
-                   for sid, sub in snap.subscriptions.items()
-                   if limits.scheduled(sub.enabled, state[sid], sub.spec.quota, revisions[sid])}
-    used_up = limits.exhausted({t: q.quota for t, q in leases.before.tenants.items()},
-                               ((sub.spec.tenant_id, revisions[sid]) for sid, sub in snap.subscriptions.items()))
+    state: dict[str, str] = {}
+    revisions: dict[str, int] = {}
+    schedulable: dict[str, str] = {}
+    for sid, sub in snap.subscriptions.items():      # one pass: a tick may hold a million subscriptions
+        reported_now = status.get(sid)
+        if reported_now is None:
+            state[sid], revisions[sid], route_key = sub.state, sub.revisions, sub.route_key
+        else:
+            state[sid] = reported_now.get("state", sub.state)
+            revisions[sid] = reported_now["revisions"]
+            # a redirect's subscription routes as its target's once a spawn reported the resolved article
+            route_key = reported_now["page_key"] or sub.route_key
+        if limits.scheduled(sub.enabled, state[sid], sub.spec.quota, revisions[sid]):
+            schedulable[sid] = route_key
+    quotas = {t: q.quota for t, q in leases.before.tenants.items() if q.quota is not None}
+    used_up = limits.exhausted(quotas, ((sub.spec.tenant_id, revisions[sid]) for sid, sub in snap.subscriptions.items()
+                                        if sub.spec.tenant_id in quotas)) if quotas else {}
     routes = router.assign(schedulable, live, rules.routing)
     desired = {sid: (node, snap.subscriptions[sid].spec) for sid, node in routes.items()}
     hard = previous_live is not None and live != previous_live

@@ -74,6 +74,24 @@ class Subscription(Base):
                                                  onupdate=utcnow)
 
 
+class SubscriptionChange(Base):
+    """A subscription the admin API created, changed or deleted, under the sequence number of its transaction
+    (blackwidow.store.changes): between ticks the scheduler re-reads only these rows."""
+    __tablename__ = "subscription_changes"
+
+    seq: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    subscription_id: Mapped[str] = mapped_column(String(36), primary_key=True)
+
+
+class ChangeHead(Base):
+    """The newest sequence number handed to a transaction that noted changes. Writers take it in turn (the row
+    is locked until commit), so every number up to the committed head belongs to a committed transaction."""
+    __tablename__ = "change_heads"
+
+    name: Mapped[str] = mapped_column(String(50), primary_key=True)
+    seq: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
+
+
 class Node(Base):
     __tablename__ = "nodes"
 

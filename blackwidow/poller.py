@@ -18,7 +18,7 @@ from typing import Callable, Mapping
 
 from blackwidow import fencing, poll_pages, reload, sends
 from blackwidow.decide import Decision, Polled, Rules, Settlement, decide, settle
-from blackwidow.store import identities
+from blackwidow.store import changes, identities
 from blackwidow.upstream import tick as upstream_tick
 from blackwidow.upstream.allocate import Plan
 from blackwidow.leadership import holder_id
@@ -26,7 +26,7 @@ from blackwidow.metrics import SchedulerMetrics
 from blackwidow.quota import leasing, store as quota_store
 from blackwidow.spawn_client import SpawnBadResponse, SpawnClient, SpawnError, SpawnRejected
 from blackwidow.store import coordination as store
-from blackwidow.store.coordination import Snapshot
+from blackwidow.store.coordination import AssignmentView, Snapshot
 from blackwidow.tick_gc import without_cyclic_gc
 from shared.config import HubConfig
 from shared.wire import Budget, IdentityUse, Lease, Poll, StatusReport, SubscriptionStatus
@@ -54,6 +54,14 @@ class PollerState:
     uses: dict[str, Mapping[str, IdentityUse]] = field(default_factory=dict)
     # {node id: its last report received whole}: the next poll asks only for what changed since
     reports: dict[str, "Known"] = field(default_factory=dict)
+    # the snapshot as of change number `seq` (blackwidow.store.changes), read again only where it changed
+    cache: "Cached | None" = None
+
+
+@dataclass(frozen=True)
+class Cached:
+    snapshot: Snapshot
+    seq: int
 
 
 @dataclass(frozen=True)
@@ -94,11 +102,13 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
     with sessionmaker.begin() as session:
         if state.fence is None:
             state.fence = fencing.claim(session, holder_id(), at)
+            state.cache = None            # an earlier leader may have written anything
             logger.info("scheduler.epoch", extra={"epoch": state.fence.epoch})
         else:
             fencing.check(session, state.fence)
         before = quota_store.load(session)
-        snap = leasing.mark_leased(store.load_snapshot(session), leasing.leased_tenants(before))
+        state.cache = _snapshot(session, state.cache)
+        snap = leasing.mark_leased(state.cache.snapshot, leasing.leased_tenants(before))
         upstream = identities.load(session, reported={i for uses in state.uses.values() for i in uses})
     live = sorted((n for n in snap.nodes.values() if n.state == store.LIVE), key=lambda n: n.id)
     live_ids = frozenset(n.id for n in live)
@@ -135,11 +145,15 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
     try:
         with sessionmaker.begin() as session:
             fencing.check(session, state.fence, ticked_at=now())
-            _record(session, snap, at, leases, polled, decision, settlement, config.max_clock_skew_s)
+            written = _record(session, snap, at, leases, polled, decision, settlement, config.max_clock_skew_s)
+            changes.prune(session, state.cache.seq)
+        store.apply_settlement(state.cache.snapshot, *written)
     except fencing.LeadershipLost:
+        state.cache = None
         raise
     except Exception:
         # sends already happened; the next tick adopts what the nodes report
+        state.cache = None
         metrics.tick_errors.inc()
         logger.exception("tick.record_failed")
     stages.end("record")
@@ -188,8 +202,22 @@ def _log_decision(snap: Snapshot, decision: Decision) -> None:
                                              "adopts": len(plan.adopts), "reasons": plan.reasons})
 
 
+def _snapshot(session, cached: Cached | None) -> Cached:
+    """Every row on a scheduler's first tick; after that the cached snapshot with the rows the admin API
+    changed since read again. The head is read first: a change committed during the reads is read again
+    next tick, never missed."""
+    seq = changes.head(session)
+    if cached is None:
+        return Cached(store.load_snapshot(session), seq)
+    ids = changes.since(session, cached.seq, seq)
+    return Cached(store.refresh_snapshot(session, cached.snapshot, ids), seq)
+
+
 def _record(session, snap: Snapshot, at: datetime, leases: leasing.LeaseRound, polled: Polled,
-            decision: Decision, settlement: Settlement, skew_s: float) -> None:
+            decision: Decision, settlement: Settlement,
+            skew_s: float) -> tuple[dict[str, AssignmentView], tuple[str, ...], dict[str, dict]]:
+    """Write the tick's outcome; returns what it wrote (assignments, deleted assignments, subscription
+    changes), for the cached snapshot."""
     nodes = decision.nodes
     store.record_node_polls(session, at, ok=nodes.ok, failed=nodes.failures, dead=nodes.dead)
     for node_id, report in sorted(polled.reports.items()):
@@ -198,13 +226,14 @@ def _record(session, snap: Snapshot, at: datetime, leases: leasing.LeaseRound, p
     if leases.any:
         quota_store.write_learnt(session, leases, decision.learnt)
     present = store.lock_existing_subscriptions(session, set(settlement.assignments) | set(settlement.subscriptions))
-    store.save_assignments(session, {sid: a for sid, a in settlement.assignments.items() if sid in present},
-                           settlement.deleted)
-    store.update_subscriptions(session, {sid: c for sid, c in settlement.subscriptions.items() if sid in present},
-                               snap.subscriptions)
+    assignments = {sid: a for sid, a in settlement.assignments.items() if sid in present}
+    subscriptions = {sid: c for sid, c in settlement.subscriptions.items() if sid in present}
+    store.save_assignments(session, assignments, settlement.deleted)
+    store.update_subscriptions(session, subscriptions, snap.subscriptions)
     if settlement.reload is not None:
         kind, reason, puts, drops = settlement.reload
         store.record_reload(session, kind, reason, sends=puts, drops=drops, at=at)
+    return assignments, settlement.deleted, subscriptions
 
 
 def _each(fn, items: list) -> list:

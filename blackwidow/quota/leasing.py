@@ -83,7 +83,10 @@ def plan_grants(before: LeaseSnapshot, snap: Snapshot, live_ids: frozenset[str],
     for sid, st in before.states.items():
         by_tenant.setdefault(st.tenant_id, {})[sid] = st
     subs: dict[str, list[quotas.Sub]] = {}
+    metered = {tenant_id for tenant_id, tenant in before.tenants.items() if tenant.quota is not None}
     for sid, sub in snap.subscriptions.items():
+        if sub.spec.tenant_id not in metered:
+            continue                 # leases only for tenants with a quota: most subscriptions cost a lookup
         assignment = snap.assignments.get(sid)
         # only where the node acknowledged the subscription: a lease for an absent one is refused for good
         runs = limits.scheduled(sub.enabled, sub.state, sub.spec.quota, sub.revisions)

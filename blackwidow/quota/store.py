@@ -5,18 +5,16 @@ Times cross into blackwidow.quota.arithmetic as epoch seconds (floats); rows sto
 """
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Callable, Iterable, Mapping
+from typing import Iterable, Mapping
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from blackwidow.models import LeaseHolder, Node, Subscription, SubscriptionLease, Tenant
 from blackwidow.quota.arithmetic import Holder, SubLease
 from blackwidow.store.pagination import as_utc
+from blackwidow.store.upserts import upsert
 
-_UPSERTS: dict[str, Callable[[sa.Table], postgresql.Insert | sqlite.Insert]] = {
-    "postgresql": postgresql.insert, "sqlite": sqlite.insert}
 _CHUNK = 500
 
 
@@ -134,10 +132,7 @@ def _same(a: Holder, b: Holder, *, ignore_sent_at: bool) -> bool:
 def _upsert(session: Session, model, rows: list[dict], keys: list[str]) -> None:
     if not rows:
         return
-    dialect = session.get_bind().dialect.name
-    if dialect not in _UPSERTS:
-        raise NotImplementedError(f"lease upsert on {dialect}")
-    stmt = _UPSERTS[dialect](model.__table__)
+    stmt = upsert(session, model.__table__)
     stmt = stmt.on_conflict_do_update(index_elements=keys,
                                       set_={c: stmt.excluded[c] for c in rows[0] if c not in keys})
     for start in range(0, len(rows), _CHUNK):

@@ -3,26 +3,27 @@
 Functions take the session first and never commit; poller.poll_once owns the transactions.
 Rows leave this module as frozen views so that no ORM object crosses an HTTP call.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from typing import Callable, Iterable, Mapping, cast
+from typing import Iterable, Mapping, TypeVar, cast
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
 
 from blackwidow.models import Assignment, Node, Reload, Subscription
+from blackwidow.store.upserts import upsert
 from shared.hashing import wiki_key
 from shared.wire import SubscriptionSpec
 
-_UPSERTS: dict[str, Callable[[sa.Table], postgresql.Insert | sqlite.Insert]] = {
-    "postgresql": postgresql.insert, "sqlite": sqlite.insert}
 # Declarative classes type __table__ as any FromClause; these are the Tables models.py declares.
 _NODES = cast(sa.Table, Node.__table__)
 _SUBSCRIPTIONS = cast(sa.Table, Subscription.__table__)
 _ASSIGNMENTS = cast(sa.Table, Assignment.__table__)
 
 _BULK_ROWS = 5000        # rows per bulk UPDATE statement on PostgreSQL
+
+T = TypeVar("T")
 
 LIVE = "live"
 DEAD = "dead"
@@ -78,33 +79,88 @@ _SUBSCRIPTION_COLUMNS = (Subscription.id, Subscription.source_uuid, Subscription
 
 
 def load_snapshot(session: Session) -> Snapshot:
-    # Plain column rows unpacked as tuples, not ORM entities (3x dearer) nor attribute access; repeated
-    # strings (wiki, tenant, node, state) shared: a tick holds every subscription at once.
-    strings: dict[str, str] = {}
-    share = strings.setdefault
-    nodes = {r.id: NodeView(r.id, r.url, r.state, r.consecutive_failures, r.boot_id)
-             for r in session.execute(sa.select(Node.id, Node.url, Node.state, Node.consecutive_failures,
-                                                Node.boot_id))}
-    subs = {}
-    identities: dict[str, str] = {}       # wiki -> its upstream identity (docs/upstream.md)
-    rows = session.execute(sa.select(*_SUBSCRIPTION_COLUMNS))
-    for (sub_id, source, tenant, wiki, title, content, quota, enabled, state, node_id, revisions, last_rev_id,
-         last_error, page_key) in rows:
-        identity = identities.get(wiki)
-        if identity is None:
-            identity = identities.setdefault(wiki, wiki_key(wiki))
-        spec = SubscriptionSpec(id=sub_id, source_uuid=source, tenant_id=share(tenant, tenant),
-                                wiki=share(wiki, wiki), title=title, content=bool(content), quota=quota,
-                                identity=identity)
-        node_id = node_id and share(node_id, node_id)
-        subs[sub_id] = SubscriptionView(sub_id, spec, enabled, share(state, state), node_id, revisions,
-                                        last_rev_id, last_error, page_key)
-    assignments = {sub_id: AssignmentView(share(node_id, node_id), acked, _aware(sent_at), failures,
-                                          _aware(retry_at))
-                   for sub_id, node_id, acked, sent_at, failures, retry_at in session.execute(
-                       sa.select(Assignment.subscription_id, Assignment.node_id, Assignment.acked,
-                                 Assignment.sent_at, Assignment.failures, Assignment.retry_at))}
-    return Snapshot(nodes, subs, assignments)
+    """Every node, subscription and assignment."""
+    views = _Views()
+    return Snapshot(_load_nodes(session), views.subscriptions(session.execute(sa.select(*_SUBSCRIPTION_COLUMNS))),
+                    views.assignments(session.execute(sa.select(*_ASSIGNMENT_COLUMNS))))
+
+
+def refresh_snapshot(session: Session, snap: Snapshot, ids: Iterable[str]) -> Snapshot:
+    """`snap` (changed in place) with every node and the rows of subscriptions `ids` read again: those
+    gone are removed with their assignments. The scheduler's snapshot between ticks (blackwidow.store.changes)."""
+    views = _Views()
+    ids = sorted(set(ids))
+    for start in range(0, len(ids), _CHUNK):
+        chunk = ids[start:start + _CHUNK]
+        subs = views.subscriptions(session.execute(sa.select(*_SUBSCRIPTION_COLUMNS)
+                                                   .where(Subscription.id.in_(chunk))))
+        assignments = views.assignments(session.execute(sa.select(*_ASSIGNMENT_COLUMNS)
+                                                        .where(Assignment.subscription_id.in_(chunk))))
+        for sub_id in chunk:
+            _put_or_pop(snap.subscriptions, sub_id, subs.get(sub_id))
+            _put_or_pop(snap.assignments, sub_id, assignments.get(sub_id))
+    return Snapshot(_load_nodes(session), snap.subscriptions, snap.assignments)
+
+
+def apply_settlement(snap: Snapshot, assignments: Mapping[str, AssignmentView], deleted: Iterable[str],
+                     changes: Mapping[str, dict]) -> None:
+    """What the tick wrote, applied to its snapshot in place (the rows it did not write are left: those the
+    admin API changed meanwhile are read again through the change log)."""
+    snap.assignments.update(assignments)
+    for sub_id in deleted:
+        snap.assignments.pop(sub_id, None)
+    for sub_id, values in changes.items():
+        sub = snap.subscriptions.get(sub_id)
+        if sub is not None:
+            snap.subscriptions[sub_id] = replace(sub, **values)
+
+
+def _put_or_pop(table: dict[str, T], key: str, value: T | None) -> None:
+    if value is None:
+        table.pop(key, None)
+    else:
+        table[key] = value
+
+
+_ASSIGNMENT_COLUMNS = (Assignment.subscription_id, Assignment.node_id, Assignment.acked, Assignment.sent_at,
+                       Assignment.failures, Assignment.retry_at)
+_CHUNK = 500
+
+
+def _load_nodes(session: Session) -> dict[str, NodeView]:
+    return {r.id: NodeView(r.id, r.url, r.state, r.consecutive_failures, r.boot_id)
+            for r in session.execute(sa.select(Node.id, Node.url, Node.state, Node.consecutive_failures,
+                                               Node.boot_id))}
+
+
+class _Views:
+    """Rows as frozen views. Plain column rows unpacked as tuples, not ORM entities (3x dearer) nor attribute
+    access; repeated strings (wiki, tenant, node, state) shared: a tick holds every subscription at once."""
+
+    def __init__(self) -> None:
+        self._strings: dict[str, str] = {}
+        self._identities: dict[str, str] = {}       # wiki -> its upstream identity (docs/upstream.md)
+
+    def subscriptions(self, rows) -> dict[str, SubscriptionView]:
+        share, identities = self._strings.setdefault, self._identities
+        subs = {}
+        for (sub_id, source, tenant, wiki, title, content, quota, enabled, state, node_id, revisions, last_rev_id,
+             last_error, page_key) in rows:
+            identity = identities.get(wiki)
+            if identity is None:
+                identity = identities.setdefault(wiki, wiki_key(wiki))
+            spec = SubscriptionSpec(id=sub_id, source_uuid=source, tenant_id=share(tenant, tenant),
+                                    wiki=share(wiki, wiki), title=title, content=bool(content), quota=quota,
+                                    identity=identity)
+            node_id = node_id and share(node_id, node_id)
+            subs[sub_id] = SubscriptionView(sub_id, spec, enabled, share(state, state), node_id, revisions,
+                                            last_rev_id, last_error, page_key)
+        return subs
+
+    def assignments(self, rows) -> dict[str, AssignmentView]:
+        share = self._strings.setdefault
+        return {sub_id: AssignmentView(share(node_id, node_id), acked, _aware(sent_at), failures, _aware(retry_at))
+                for sub_id, node_id, acked, sent_at, failures, retry_at in rows}
 
 
 def record_node_polls(session: Session, at: datetime, ok: Mapping[str, str],
@@ -190,11 +246,8 @@ def save_assignments(session: Session, upserts: Mapping[str, AssignmentView], de
         return
     columns = ("subscription_id", "node_id", "acked", "sent_at", "failures", "retry_at")
     rows = [(sub_id, a.node_id, a.acked, a.sent_at, a.failures, a.retry_at) for sub_id, a in upserts.items()]
-    dialect = session.get_bind().dialect.name
-    if dialect not in _UPSERTS:
-        raise NotImplementedError(f"assignments upsert on {dialect}")
-    insert = _UPSERTS[dialect](_ASSIGNMENTS)
-    if dialect == "postgresql":
+    insert = upsert(session, _ASSIGNMENTS)
+    if session.get_bind().dialect.name == "postgresql":
         # rows joined as arrays (unnest), one statement per chunk: a placement or a move writes a row per
         # subscription, and a VALUES list rendered per row cost 17 s per 200,000 rows
         for start in range(0, len(rows), _BULK_ROWS):

@@ -10,6 +10,7 @@ from sqlalchemy.exc import IntegrityError
 
 from blackwidow import title_lists
 from blackwidow.models import Subscription, Tenant, utcnow
+from blackwidow.store import changes as changes_log
 from blackwidow.store.pagination import page
 from blackwidow.validation import ItemError, ItemsInvalid, NewSubscription
 from shared.errors import Conflict, NotFound, ValidationError
@@ -68,6 +69,7 @@ def _insert(session, news: list[NewSubscription]) -> list[Subscription]:
     except IntegrityError:
         raise Conflict("a duplicate subscription was created at the same time; retry",
                        field="title") from None
+    changes_log.note(session, (s.id for s in subs))
     return subs
 
 
@@ -130,6 +132,7 @@ def update_subscription(session, sub_id: str, changes: dict) -> Subscription:
     if "content" in changes:
         sub.content = changes["content"]
     session.flush()
+    changes_log.note(session, [sub.id])
     return sub
 
 
@@ -137,3 +140,4 @@ def delete_subscription(session, sub_id: str) -> None:
     """Deletes the row (and its assignment); the scheduler then drops it from its spawn. Raises NotFound."""
     session.delete(get_subscription(session, sub_id))
     session.flush()
+    changes_log.note(session, [sub_id])

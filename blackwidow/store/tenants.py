@@ -6,6 +6,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
 from blackwidow.models import Subscription, Tenant, utcnow
+from blackwidow.store import changes as changes_log
 from blackwidow.store.pagination import page
 from shared.errors import Conflict, NotFound
 
@@ -91,5 +92,7 @@ def update_tenant(session, tenant_id: str, changes: dict) -> Tenant:
 
 def delete_tenant(session, tenant_id: str) -> None:
     """Deletes the tenant and (by ON DELETE CASCADE) its subscriptions. Raises NotFound."""
-    session.delete(get_tenant(session, tenant_id))
+    tenant = get_tenant(session, tenant_id)
+    changes_log.note(session, session.scalars(sa.select(Subscription.id).where(Subscription.tenant_id == tenant_id)))
+    session.delete(tenant)
     session.flush()

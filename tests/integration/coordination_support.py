@@ -10,7 +10,7 @@ from blackwidow import migrate, router
 from blackwidow.db import make_sessionmaker
 from blackwidow.models import Assignment, Subscription, Tenant
 from blackwidow.spawn_client import SpawnClient
-from blackwidow.store import register_node
+from blackwidow.store import changes, register_node
 from shared.config import HubConfig
 from shared.hashing import source_uuid
 from tests.integration.spawn_double import SpawnDouble
@@ -95,6 +95,8 @@ def add_subscriptions(maker, count: int, *, shared: int = 0, prefix: str = "Arti
                                source_uuid=str(source_uuid(WIKI, title)), state="pending")
             session.add(sub)
             ids.append(sub.id)
+        session.flush()
+        changes.note(session, ids)          # as the admin API does: a running scheduler reads them next tick
     return ids
 
 
