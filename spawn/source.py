@@ -509,6 +509,8 @@ class DataSource:
 
     def _on_wait(self, reason: str | None) -> None:
         """Waiting for the upstream budget (reason), or served after such a wait (None)."""
+        if self.deleted:
+            return      # a deleted page's re-check waits like any request: it still shows deleted
         self._report("waiting" if reason else "running", reason)
 
     def _on_retry(self, exc: MediaWikiError, delay: float) -> None:

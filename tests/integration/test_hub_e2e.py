@@ -29,13 +29,14 @@ def make_hub(db_url: str, run_dir: Path) -> HubProcesses:
                         admin_token=ADMIN_TOKEN)
 
 
-def spawn(hub: HubProcesses, run_dir: Path, index: int) -> LoggedProcess:
+def spawn(hub: HubProcesses, run_dir: Path, index: int, *, wiki_host: str = "127.0.0.1:8780",
+          env: dict | None = None) -> LoggedProcess:
     port = free_port()
     data = run_dir / f"spawn-{index}"
     data.mkdir()
     return LoggedProcess([str(BIN / "spawn"), "serve", "--hub", hub.url, "--bind", f"127.0.0.1:{port}"],
                          {"BW_NODE_SECRET": SECRET, "BW_DATA_DIR": str(data), "BW_LOG_JSON": "true",
-                          "BW_CASSANDRA_HOSTS": "", "BW_WIKI_ALLOWLIST": "127.0.0.1:8780"},
+                          "BW_CASSANDRA_HOSTS": "", "BW_WIKI_ALLOWLIST": wiki_host, **(env or {})},
                          run_dir / f"spawn-{index}.log")
 
 

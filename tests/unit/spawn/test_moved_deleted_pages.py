@@ -61,6 +61,33 @@ def test_a_page_deleted_after_its_harvest_shows_deleted_and_is_only_rechecked_ra
         assert late.status().state == "deleted" and late.status().revisions == 30
 
 
+def test_a_deleted_pages_recheck_paced_by_an_identity_budget_still_shows_deleted():
+    h = Harness(revisions=5)
+    real = h.wiki.page_by_id
+
+    def paced(page_id, **kw):           # an identity-paced client reports its wait and then its service
+        kw["on_wait"]("waiting for the upstream budget")
+        time.sleep(0.05)
+        kw["on_wait"](None)
+        time.sleep(0.05)
+        return real(page_id, **kw)
+    h.wiki.page_by_id = paced
+    with running(h, recheck_s=0.1) as (src, sub):
+        _wait(lambda: src.complete)
+        h.wiki.deleted = True
+        src.wake()
+        _wait(lambda: sub.status().state == "deleted")
+        seen = set()
+        for _ in range(40):
+            seen.add(sub.status().state)
+            time.sleep(0.01)
+        assert seen == {"deleted"} and count_calls(h, "page_by_id") >= 2
+
+
+def count_calls(h: Harness, kind: str) -> int:
+    return sum(1 for c in h.wiki.calls if c[0] == kind)
+
+
 def test_an_undeleted_page_is_read_again_from_its_start_and_old_restored_revisions_are_stored():
     h = Harness(revisions=30)
     full = h.wiki.history
