@@ -14,6 +14,7 @@ from spawn.host_limiter import Backoff, HostLimiter
 from spawn.mediawiki import Cancelled, MediaWikiClient, PageDeleted, PageInfo
 from spawn.source import DataSource
 from spawn.subscriber import Subscriber
+from tests.unit.spawn.fakes import make_revisions
 from tests.unit.spawn.test_registry import Harness, spec
 
 API = "http://wiki.test/w/api.php"
@@ -102,6 +103,21 @@ def test_an_undeleted_page_is_read_again_from_its_start_and_old_restored_revisio
         assert sorted(r.rev_id for r in h.store.rows.values()) == [r.rev_id for r in full]
         assert ("revisions", None, False) in h.wiki.calls     # re-read from the start, not after the resume point
         _wait(lambda: spec().source_uuid in h.batcher.scheduled)   # and revisited again
+
+
+def test_a_page_created_again_at_the_title_under_a_new_id_is_followed_from_its_start():
+    h = Harness(revisions=10)
+    with running(h, recheck_s=0.2) as (src, sub):
+        _wait(lambda: sub.status().revisions == 10 and src.complete)
+        h.wiki.deleted = True
+        src.wake()
+        _wait(lambda: sub.status().state == "deleted")
+        h.wiki.page = PageInfo(8, 0, "Page", 0)
+        h.wiki.history = make_revisions(4, page_id=8, start_id=900)
+        h.wiki.deleted = False                          # page 7 stays missing; the title names page 8 now
+        _wait(lambda: sub.status().state == "running" and src.page.page_id == 8 and src.complete)
+        assert sub.status().revisions == 4 and sub.status().last_rev_id == 903
+        assert h.store.page("wiki.test", 7).deleted and not h.store.page("wiki.test", 8).deleted
 
 
 def test_a_stored_page_deleted_before_its_source_starts_shows_deleted():
