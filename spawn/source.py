@@ -25,8 +25,8 @@ from spawn import page_fate, revisit
 from spawn.host_limiter import Backoff
 from spawn.mediawiki import (AddressRefused, Cancelled, MediaWikiClient, MediaWikiError, Opening, PageDeleted,
                              PageInfo, PageUnavailable, TitleMissing)
-from spawn.page_fate import Fate
 from spawn.metrics import SpawnMetrics
+from spawn.page_fate import Fate
 from spawn.revisit import RevisitBatcher
 from spawn.stored_log import RECENT_MAX, StoredLog
 from spawn.subscriber import Subscriber
