@@ -39,7 +39,7 @@ def _rss_mb() -> tuple[float, float]:
     return values["VmRSS:"], values["VmHWM:"]
 
 
-def hub(db_url: str, routing: str, join_url: str, changes: int, cycles: int) -> None:
+def hub(db_url: str, routing: str, join_url: str, changes: int, cycles: int, control: str) -> None:
     """Runs in its own process; prints one JSON line per measured tick."""
     import sqlalchemy as sa
 
@@ -48,7 +48,7 @@ def hub(db_url: str, routing: str, join_url: str, changes: int, cycles: int) -> 
     from blackwidow.poller import PollerState, poll_once
     from blackwidow.scheduler import USER_AGENT
     from blackwidow.spawn_client import SpawnClient
-    from blackwidow.store import changes, register_node
+    from blackwidow.store import changes as change_log, register_node
     from shared.config import HubConfig
     from shared.http import make_session
 
@@ -110,12 +110,17 @@ def hub(db_url: str, routing: str, join_url: str, changes: int, cycles: int) -> 
         sql_s[0] = 0.0
         r = poll_once(maker, client, config, state=state)
         rss, peak = _rss_mb()
+        # the farm's running totals right after the tick: a node that detached or orphaned anything during
+        # it shows in this tick's row
+        with urllib.request.urlopen(f"{control}/stats", timeout=30) as resp:
+            farm = json.load(resp)
         print(json.dumps({"phase": phase, "seconds": r.seconds, "poll_s": client.seconds("polls"),
                           "send_s": client.seconds("sends"), "sql_s": sql_s[0], "requests": client.requests,
-                          "polled": r.polled,
-                          "failed": len(r.failed), "kind": r.kind, "sent": r.sent,
+                          "polled": r.polled, "failed": len(r.failed), "kind": r.kind, "sent": r.sent,
+                          "detaches": farm.get("detaches", 0), "orphaned": farm.get("orphaned", 0),
                           "send_failures": r.send_failures, "dropped": r.dropped, "adopted": r.adopted,
-                          "rss_mb": rss, "peak_mb": peak, "stages": r.stages}), flush=True)
+                          "rss_mb": rss, "peak_mb": peak, "stages": r.stages,
+                          "reasons": r.reasons}), flush=True)
 
     tick("initial placement")
     tick("first poll after placement")
@@ -124,7 +129,7 @@ def hub(db_url: str, routing: str, join_url: str, changes: int, cycles: int) -> 
     with maker.begin() as session:
         ids = session.scalars(sa.select(Subscription.id).order_by(Subscription.id).limit(changes)).all()
         session.execute(sa.update(Subscription).where(Subscription.id.in_(ids)).values(quota=1_000_000))
-        changes.note(session, ids)          # as the admin API does
+        change_log.note(session, ids)          # as the admin API does
     tick("soft reload")
     with maker.begin() as session:
         register_node(session, join_url)
@@ -170,21 +175,20 @@ def run(nodes: int, subscriptions: int, routing: str, changes: int, cycles: int)
         with pg_database("bw_bench_scale") as db_url:
             seed(db_url, urls, subscriptions)
             argv = [sys.executable, "-m", "bench.hub_scale", "--hub", db_url, "--routing", routing,
-                    "--join", join_url, "--changes", str(changes), "--cycles", str(cycles)]
+                    "--join", join_url, "--changes", str(changes), "--cycles", str(cycles),
+                    "--control", info["control"]]
             hub_proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, text=True)
             ticks = []
             for line in hub_proc.stdout:
                 if line.startswith("{"):
                     ticks.append(json.loads(line))
                     stages = " ".join(f"{k} {v:.1f}" for k, v in ticks[-1]["stages"].items())
-                    print(f"hub_scale: {routing} {ticks[-1]['phase']}: {ticks[-1]['seconds']:.1f} s ({stages})",
+                    print(f"hub_scale: {routing} {ticks[-1]['phase']}: {ticks[-1]['seconds']:.1f} s ({stages}; "
+                          f"{ticks[-1]['reasons']}, detached {ticks[-1]['detaches']}, "
+                          f"orphaned {ticks[-1]['orphaned']})",
                           file=sys.stderr, flush=True)
             if hub_proc.wait() != 0:
                 raise RuntimeError(f"the hub process exited with {hub_proc.returncode}")
-        with urllib.request.urlopen(f"{info['control']}/stats", timeout=30) as resp:
-            stats = json.load(resp)
-        for t in ticks:
-            t["farm"] = stats
         return ticks
     finally:
         farm.stdin.close()
@@ -200,9 +204,10 @@ def main() -> None:
     parser.add_argument("--routing", default="modulo,rendezvous", help="comma-separated strategies to run")
     parser.add_argument("--hub", help=argparse.SUPPRESS)      # internal: run as the hub process
     parser.add_argument("--join", help=argparse.SUPPRESS)
+    parser.add_argument("--control", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.hub:
-        hub(args.hub, args.routing, args.join, args.changes, args.cycles)
+        hub(args.hub, args.routing, args.join, args.changes, args.cycles, args.control)
         return
 
     results = {}
@@ -232,10 +237,10 @@ def report(args, results: dict[str, list[dict]]) -> None:
             rows.append((routing, t["phase"], f"{t['seconds']:.2f}", f"{t['poll_s']:.2f}",
                          f"{t['send_s']:.2f}", f"{t['sql_s']:.2f}", t["requests"], t["polled"],
                          t["kind"] or "-", t["sent"], t["dropped"], t["send_failures"] + t["failed"],
-                         f"{t['rss_mb']:.0f}"))
+                         f"{t['rss_mb']:.0f}", t["detaches"], t["orphaned"]))
     print(table(("routing", "tick", "seconds", "polls (s)", "sends (s)", "SQL (s)", "requests",
-                 "nodes polled", "reload", "puts", "drops", "failures", "hub RSS MB"), rows,
-                right=range(2, 13)))
+                 "nodes polled", "reload", "puts", "drops", "failures", "hub RSS MB", "detached so far",
+                 "orphaned so far"), rows, right=range(2, 15)))
     print()
     for routing, ticks in results.items():
         by: dict[str, list[dict]] = {}
@@ -253,10 +258,10 @@ def report(args, results: dict[str, list[dict]]) -> None:
               f"(goal ≤ {GOALS['soft']:.0f} s for the reload) — {verdict(soft['send_s'] <= GOALS['soft'])}; "
               f"hub peak memory {peak:.0f} MB (goal ≤ {GOALS['memory_mb']:.0f} MB) — "
               f"{verdict(peak <= GOALS['memory_mb'])}; spawns detached through the whole run: "
-              f"{ticks[-1]['farm'].get('detaches', 0)}, subscriptions dropped as orphans: "
-              f"{ticks[-1]['farm'].get('orphaned', 0)} (goal 0; the simulated spawns keep the real one's 15 s "
+              f"{ticks[-1]['detaches']}, subscriptions dropped as orphans: "
+              f"{ticks[-1]['orphaned']} (goal 0; the simulated spawns keep the real one's 15 s "
               f"detach and 20 s orphan timers) — "
-              f"{verdict(not ticks[-1]['farm'].get('detaches') and not ticks[-1]['farm'].get('orphaned'))}.")
+              f"{verdict(not ticks[-1]['detaches'] and not ticks[-1]['orphaned'])}.")
     notes(args, results)
 
 

@@ -85,6 +85,7 @@ class TickResult:
     seconds: float
     # wall seconds per stage (load, grants, polls, decide, sends, record): where a long tick went
     stages: Mapping[str, float] = field(default_factory=dict)
+    reasons: Mapping[str, int] = field(default_factory=dict)     # puts and drops by reason (reload.Plan)
 
 
 @without_cyclic_gc
@@ -172,7 +173,8 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
                         live=tuple(sorted(decision.live)), kind=plan.kind,
                         sent=sum(o.ok for o in puts), send_failures=sum(not o.ok for o in puts),
                         dropped=sum(o.ok for o in drops), drop_failures=sum(not o.ok for o in drops),
-                        adopted=len(plan.adopts), seconds=time.monotonic() - started, stages=stages.seconds)
+                        adopted=len(plan.adopts), seconds=time.monotonic() - started, stages=stages.seconds,
+                        reasons=plan.reasons)
     metrics.tick_seconds.observe(result.seconds)
     logger.debug("tick.done", extra=vars(result))
     return result
