@@ -8,8 +8,9 @@ changes nothing on the spawn) until the report is whole, and from then on ask fr
 from no cursor asks for a new report). docs/coordination.md, "Bounded polls".
 """
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Container, Iterable, Mapping, Sequence
 
+from blackwidow.store.coordination import AssignmentView
 from shared.wire import Budget, Lease, Poll, PollPage, ReportPage, StatusReport, SubscriptionStatus
 
 # A spawn whose report cursor never reaches the end would keep a tick polling it forever.
@@ -24,6 +25,23 @@ class PagingError(Exception):
 class Paging:
     page_ids: int          # ids (with their leases) per request
     report_items: int      # statuses per answer
+
+
+def named(assignments: Mapping[str, AssignmentView], reported: Mapping[str, Iterable[str]],
+          existing: Container[str]) -> dict[str, list[str]]:
+    """{node id: the ids its poll names}: what is assigned to it, and the copies it last reported of
+    subscriptions that still exist elsewhere. The hub drops those itself once their new node has them (make
+    before break); left unnamed, a tick longer than the orphan timeout would have them dropped as orphans
+    first. Only copies the hub no longer knows of are left to the orphan timer."""
+    lists: dict[str, list[str]] = {}
+    for sub_id, assignment in assignments.items():
+        lists.setdefault(assignment.node_id, []).append(sub_id)
+    for node_id, ids in reported.items():
+        elsewhere = [sub_id for sub_id in ids if sub_id in existing and (
+            (a := assignments.get(sub_id)) is None or a.node_id != node_id)]
+        if elsewhere:
+            lists.setdefault(node_id, []).extend(elsewhere)
+    return lists
 
 
 def split(ids: Sequence[str], page_ids: int) -> list[tuple[str, ...]]:

@@ -250,9 +250,8 @@ def _poll_nodes(client: SpawnClient, live: list[store.NodeView], snap: Snapshot,
                 known: dict[str, Known]) -> Polled:
     """Poll concurrently: the answers, and the nodes whose poll failed. `known` holds each node's last
     whole report and is updated with this tick's."""
-    assigned: dict[str, list[str]] = {}
-    for sub_id, assignment in snap.assignments.items():
-        assigned.setdefault(assignment.node_id, []).append(sub_id)
+    assigned = poll_pages.named(snap.assignments, {nid: k.statuses for nid, k in known.items()},
+                                snap.subscriptions)
 
     def poll(node: store.NodeView):
         began = time.monotonic()

@@ -126,3 +126,14 @@ def test_answers_that_are_not_one_view_fail_the_poll(answers, known):
 ])
 def test_the_report_cursor_of_the_next_request(after, report, expected):
     assert poll_pages.cursor(after, report) == expected
+
+
+def test_a_poll_names_what_is_assigned_and_the_copies_the_hub_will_drop_itself():
+    from blackwidow.store.coordination import AssignmentView
+    assignments = {"a": AssignmentView("n1", True, None), "b": AssignmentView("n2", True, None),
+                   "c": AssignmentView("n2", False, None)}
+    reported = {"n1": ["a", "b", "gone"],          # "b" moved to n2: named on n1 until the hub drops it
+                "n2": ["c", "d"],                  # "d" exists, unassigned (disabled): dropped by the hub
+                "n3": ["gone"]}                    # a subscription deleted: left to the orphan timer
+    lists = poll_pages.named(assignments, reported, existing={"a", "b", "c", "d"})
+    assert {n: sorted(ids) for n, ids in lists.items()} == {"n1": ["a", "b"], "n2": ["b", "c", "d"]}
