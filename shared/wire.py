@@ -297,6 +297,9 @@ def _amounts(body: dict, name: str, kind, cast) -> dict:
     return out
 
 
+DEFAULT_BUDGET_CYCLE_S = 900.0     # BW_BUDGET_CYCLE_S's default: shares are balanced over this span
+
+
 @dataclass(frozen=True)
 class Window:
     """A slot window of an identity's upstream budget, in hub wall-clock epoch seconds: during
@@ -338,11 +341,15 @@ class Budget:
     login: bool = False
     # a node elsewhere waits with freshness demand: give these windows back as soon as nothing is in flight
     give_back: bool = False
+    # backfill requests the other nodes started per tenant over the last `cycle_s`, as they reported them:
+    # the node adds its own and serves the tenant furthest behind per weight, cluster-wide
+    served: Mapping[str, float] = field(default_factory=dict)
+    cycle_s: float = DEFAULT_BUDGET_CYCLE_S
 
     def to_dict(self) -> dict:
         body = asdict(self)
         body["windows"] = [w.to_dict() for w in self.windows]
-        body["weights"] = dict(self.weights)
+        body["weights"], body["served"] = dict(self.weights), dict(self.served)
         return body
 
     @classmethod
@@ -365,14 +372,18 @@ class Budget:
                    paused_until=_number_or(body, "paused_until", None),
                    weights=_amounts(body, "weights", (int, float), float),
                    login=_req(body, "login", bool, optional=True, default=False),
-                   give_back=_req(body, "give_back", bool, optional=True, default=False))
+                   give_back=_req(body, "give_back", bool, optional=True, default=False),
+                   served=_amounts(body, "served", (int, float), float),
+                   cycle_s=_number_or(body, "cycle_s", DEFAULT_BUDGET_CYCLE_S, positive=True)
+                   or DEFAULT_BUDGET_CYCLE_S)
 
 
 @dataclass(frozen=True)
 class IdentityUse:
     """Spawn -> hub, per identity: the newest Budget gen applied, lane demand per tenant (sources
-    waiting), counters since process start, a pause this node saw (429, Retry-After, maxlag; local
-    wall clock) and the wiki's reason when it refused the credentials."""
+    waiting for a slot or with a request in flight), counters since process start, backfill requests
+    started per tenant over the last Budget.cycle_s, a pause this node saw (429, Retry-After, maxlag;
+    local wall clock) and the wiki's reason when it refused the credentials."""
     gen: int | None = None
     fresh: Mapping[str, int] = field(default_factory=dict)
     backfill: Mapping[str, int] = field(default_factory=dict)
@@ -386,10 +397,11 @@ class IdentityUse:
     # the node gave back its windows of every Budget gen up to this one: it had nothing to ask and starts
     # no request under them, so the hub may cut its holds and hand the slot time on
     released_gen: int | None = None
+    served: Mapping[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         body = asdict(self)
-        body["fresh"], body["backfill"] = dict(self.fresh), dict(self.backfill)
+        body["fresh"], body["backfill"], body["served"] = dict(self.fresh), dict(self.backfill), dict(self.served)
         return body
 
     @classmethod
@@ -404,7 +416,8 @@ class IdentityUse:
                    pause_reason=_req(body, "pause_reason", str, optional=True),
                    auth_error=_req(body, "auth_error", str, optional=True),
                    needs_login=_req(body, "needs_login", bool, optional=True, default=False),
-                   released_gen=_count_or(body, "released_gen", None, minimum=1))
+                   released_gen=_count_or(body, "released_gen", None, minimum=1),
+                   served=_amounts(body, "served", (int, float), float))
 
 
 def _keyed(body: dict, name: str, parse) -> dict:

@@ -126,24 +126,23 @@ def pick(waiting: Iterable[Ticket], served: Mapping[str, float], weights: Mappin
     return min(tickets, key=lambda t: (virtual(t), t.seq))
 
 
-def charge(served: Mapping[str, float], ticket: Ticket) -> dict[str, float]:
-    """Service after one backfill request of `ticket`: its tenants share the request's cost."""
+def charge(served: Mapping[str, float], ticket: Ticket, sign: float = 1.0) -> dict[str, float]:
+    """Service after one backfill request of `ticket` (sign -1: the request left the cycle's count): its
+    tenants share the request's cost. A tenant whose count reaches zero is left out."""
     out = dict(served)
     if ticket.lane == BACKFILL and ticket.tenants:
         for x in ticket.tenants:
-            out[x] = out.get(x, 0.0) + 1.0 / len(ticket.tenants)
+            out[x] = out.get(x, 0.0) + sign / len(ticket.tenants)
+            if out[x] < 1e-9:
+                del out[x]
     return out
 
 
-def rebase(served: Mapping[str, float], weights: Mapping[str, float], waiting: Iterable[str],
-           newcomers: Iterable[str]) -> dict[str, float]:
-    """Tenants that start waiting again after an idle spell are lifted to the least service per
-    weight among those already waiting, so idleness is not saved up as credit."""
-    out = dict(served)
-    floor = min((served.get(t, 0.0) / tenant_weight(weights, t) for t in waiting), default=0.0)
-    for t in newcomers:
-        out[t] = max(out.get(t, 0.0), floor * tenant_weight(weights, t))
-    return out
+def cluster_served(others: Mapping[str, float], own: Mapping[str, float]) -> dict[str, float]:
+    """Backfill requests per tenant over the cycle on every node: the other nodes' as the hub last
+    heard them, this node's as it counts them now. Serving the least of these per weight makes the
+    node's queue part of one queue across the deployment."""
+    return {t: others.get(t, 0.0) + own.get(t, 0.0) for t in {*others, *own}}
 
 
 def demand(tickets: Iterable[Ticket]) -> tuple[dict[str, int], dict[str, int]]:

@@ -3,16 +3,18 @@
 Every request of an identity-paced subscription takes a slot here: only inside a window of the
 newest Budget, at most `slots` in flight and `rate_per_s` starts per second, with a deadline at
 the window's end. Waiting sources are served freshness lane first, then backfill by weighted fair
-queueing over the Budget's tenant weights. Clock injected (wall clock: windows are hub epoch time).
+queueing over the Budget's tenant weights, counting every node's backfill requests of the last cycle.
+Clock injected (wall clock: windows are hub epoch time).
 """
 import itertools
 import threading
 import time
+from collections import deque
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Callable, Iterator, Mapping
 
-from shared.wire import Budget, IdentityUse
+from shared.wire import DEFAULT_BUDGET_CYCLE_S, Budget, IdentityUse
 from spawn import budget_rules as rules
 from spawn.budget_rules import BACKFILL, FRESH
 from spawn.host_limiter import Cancelled
@@ -38,6 +40,7 @@ class Permit:
     deadline: float
     maxlag: int
     started: float
+    seq: int = -1
 
 
 class IdentityBudget:
@@ -54,7 +57,9 @@ class IdentityBudget:
         self._auth_gen = 0                   # Budget gen the credentials were refused under
         self.pause_reason: str | None = None
         self._waiting: dict[int, rules.Ticket] = {}
-        self._served: dict[str, float] = {}
+        self._in_flight: dict[int, rules.Ticket] = {}    # by seq: a source with a request out wants the slot too
+        self._starts: deque[tuple[float, rules.Ticket]] = deque()    # backfill starts within the cycle
+        self._served: dict[str, float] = {}                # their cost per tenant
         self.requests = 0
         self.throttled = 0
         self.busy_s = 0.0
@@ -175,9 +180,6 @@ class IdentityBudget:
         told: str | None = None
         with self._cond:
             ticket = rules.Ticket(next(self._seq), demand.lane, demand.tenants)
-            weights = self.budget.weights if self.budget else {}
-            queued = {t for w in self._waiting.values() for t in w.tenants}
-            self._served = rules.rebase(self._served, weights, queued, set(demand.tenants) - queued)
             self._waiting[ticket.seq] = ticket
             try:
                 while True:
@@ -185,8 +187,8 @@ class IdentityBudget:
                         raise Cancelled()
                     now = self._clock()
                     gate = rules.gate(self._usable(), self._local, now, self.skew_s, self.identity)
-                    weights = self.budget.weights if self.budget else {}
-                    if gate.granted and rules.pick(self._waiting.values(), self._served, weights) is ticket:
+                    if gate.granted and rules.pick(self._waiting.values(), self._cluster_served(now),
+                                                   self.budget.weights if self.budget else {}) is ticket:
                         break
                     reason = gate.reason or f"queued for a slot of {self.identity}"
                     if self.pause_reason and self._local.paused_until is not None and self._local.paused_until > now:
@@ -198,13 +200,24 @@ class IdentityBudget:
             finally:
                 del self._waiting[ticket.seq]
             self._served = rules.charge(self._served, ticket)
+            if ticket.lane == BACKFILL:
+                self._starts.append((now, ticket))
+            self._in_flight[ticket.seq] = ticket
             self._set(in_flight=self._local.in_flight + 1, last_start=now,
                       cooling=tuple(c for c in self._local.cooling if c > now))
             self.requests += 1
             self._cond.notify_all()
         if told is not None and on_wait is not None:
             on_wait(None)
-        return Permit(deadline=gate.deadline or now, maxlag=self.budget.maxlag if self.budget else 5, started=now)
+        return Permit(deadline=gate.deadline or now, maxlag=self.budget.maxlag if self.budget else 5, started=now,
+                      seq=ticket.seq)
+
+    def _cluster_served(self, now: float) -> dict[str, float]:
+        """Backfill requests per tenant over the last cycle, here and (as last reported) elsewhere."""
+        cycle = self.budget.cycle_s if self.budget else DEFAULT_BUDGET_CYCLE_S
+        while self._starts and self._starts[0][0] <= now - cycle:
+            self._served = rules.charge(self._served, self._starts.popleft()[1], -1.0)
+        return rules.cluster_served(self.budget.served if self.budget else {}, self._served)
 
     def _release(self, permit: Permit) -> None:
         with self._cond:
@@ -215,6 +228,7 @@ class IdentityBudget:
             if self.budget is not None and elapsed > self.budget.slow_after_s:
                 # a slow answer: this slot stays taken for slow_wait_s more (the robot policy's rule)
                 cooling = cooling + (now + self.budget.slow_wait_s,)
+            self._in_flight.pop(permit.seq, None)
             self._set(in_flight=self._local.in_flight - 1, cooling=cooling)
             self._cond.notify_all()
 
@@ -233,9 +247,10 @@ class IdentityBudget:
     def use(self) -> IdentityUse:
         with self._cond:
             # a source waiting to log in wants requests too: the hub gives the turn to a node with demand
-            fresh, backfill = rules.demand([*self._waiting.values(), *self._login_waiting.values(),
-                                            *self._budget_waiting.values()])
+            fresh, backfill = rules.demand([*self._waiting.values(), *self._in_flight.values(),
+                                            *self._login_waiting.values(), *self._budget_waiting.values()])
             now = self._clock()
+            self._cluster_served(now)           # drops the starts that left the cycle
             waiting = bool(self._waiting or self._login_waiting or self._budget_waiting)
             if rules.may_release(self.budget, self._local, now, self.skew_s, waiting=waiting, idle_s=RELEASE_IDLE_S):
                 assert self.budget is not None
@@ -250,7 +265,8 @@ class IdentityBudget:
                                paused_until=paused if live else None,
                                pause_reason=self.pause_reason if live else None,
                                auth_error=self._local.auth_error, needs_login=bool(self._login_waiting),
-                               released_gen=self._released_gen)
+                               released_gen=self._released_gen,
+                               served={t: round(n, 3) for t, n in self._served.items()})
 
 
 class UpstreamBudgets:

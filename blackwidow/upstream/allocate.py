@@ -11,7 +11,7 @@ starts before a pause ends. Holds already written (by this or an earlier leader)
 """
 import math
 from dataclasses import dataclass, field, replace
-from typing import Mapping, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from blackwidow.upstream.limits import Limits, binding_rate
 from blackwidow.upstream.slots import EPS, Hold, node_windows, violations
@@ -37,6 +37,7 @@ class Demand:
     fresh: Mapping[str, int] = field(default_factory=dict)
     backfill: Mapping[str, int] = field(default_factory=dict)
     released_gen: int | None = None    # the node gave back its holds written up to this gen
+    served: Mapping[str, float] = field(default_factory=dict)   # backfill requests per tenant over the cycle
 
     @property
     def sources(self) -> int:
@@ -92,6 +93,49 @@ def tenant_shares(demand: Mapping[str, Demand], weights: Mapping[str, float]) ->
     return out
 
 
+def node_split(shares: Mapping[str, float], weights: Mapping[str, float]) -> dict[str, float]:
+    """How a node's slot-time splits over its tenants (its Budget.weights): by their weights."""
+    total = sum(weights.get(t, 1.0) for t in shares)
+    return {t: weights.get(t, 1.0) / total for t in shares}
+
+
+def _tenant_targets(shares: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
+    """{tenant: its weighted share of the slot-time}: the sum of its shares over the nodes."""
+    out: dict[str, float] = {}
+    for node_shares in shares.values():
+        for tenant, share in node_shares.items():
+            out[tenant] = out.get(tenant, 0.0) + share
+    return out
+
+
+def tenant_slot_time(demand: Mapping[str, Demand], holds: Iterable[Hold], split: Mapping[str, Mapping[str, float]],
+                     tenants: Iterable[str], per_slot: float, now: float) -> dict[str, float]:
+    """Slot-seconds each tenant has had over the cycle and will have from the holds written: the backfill
+    requests the nodes report (one is 1 / per_slot seconds of a slot), plus what the holds still to run
+    give it, split as their nodes' weights split them. Measured, not inferred from the holds: a holder
+    serves whichever of its tenants is furthest behind, so its holds say little about whom they served."""
+    out = {t: sum(d.served.get(t, 0.0) for d in demand.values()) / per_slot for t in tenants}
+    for h in holds:
+        for tenant, part in split.get(h.node, {}).items():
+            out[tenant] += h.overlap(now, math.inf) * part
+    return out
+
+
+def _deficits(options: Iterable[str], targets: Mapping[str, float], received: Mapping[str, float],
+              split: Mapping[str, Mapping[str, float]], tenant_received: Mapping[str, float],
+              tenant_targets: Mapping[str, float]) -> dict[str, float]:
+    """Slot-time each candidate node is behind: the mean of its own deficit against its share among the
+    candidates and of how far the tenant furthest behind among its own is (the one its queue serves
+    first). The node's term alone balances tenants only once every node has had its turn, which with
+    many nodes takes longer than a cycle; where each node serves one tenant, the two terms are equal."""
+    names = list(options)
+    total = sum(received[n] for n in names)
+    node_total = sum(targets[n] for n in names)
+    all_received = sum(tenant_received.values())
+    behind = {t: share * all_received - tenant_received[t] for t, share in tenant_targets.items()}
+    return {n: (targets[n] / node_total * total - received[n] + max(behind[t] for t in split[n])) / 2 for n in names}
+
+
 def _next_hold(slot: int, node: str, last: Hold | None, earliest: float, p: Params, rate: float) -> Hold:
     """The hold `node` would get next on `slot`: the current one extended when it is the node's and runs
     until `earliest` at least, else a new one from `earliest`, after the current one (plus the handover
@@ -123,6 +167,9 @@ def allocate(state: IdentityState, demand: Mapping[str, Demand], weights: Mappin
     pause = state.paused_until if state.paused_until is not None and state.paused_until > now else None
     lookback = now - p.cycle_s
     received = {node: sum(h.overlap(lookback, math.inf) for h in holds if h.node == node) for node in targets}
+    split = {node: node_split(shares[node], weights) for node in targets}
+    tenant_targets = _tenant_targets(shares)
+    tenant_received = tenant_slot_time(demand, holds, split, tenant_targets, per_slot, now)
     writes: dict[tuple[int, float], Hold] = {}
 
     def last_of(slot: int) -> Hold | None:
@@ -142,8 +189,7 @@ def allocate(state: IdentityState, demand: Mapping[str, Demand], weights: Mappin
                 options[node] = option
         if not options:
             continue
-        total = sum(received[n] for n in options)
-        deficit = {n: targets[n] / sum(targets[m] for m in options) * total - received[n] for n in options}
+        deficit = _deficits(options, targets, received, split, tenant_received, tenant_targets)
         waiting = [n for n in options if demand[n].has_fresh and not any(h.node == n and h.end > now for h in holds)]
         best = max(waiting or options, key=lambda n: (deficit[n], -stable_hash(n)))
         if not waiting and last is not None and last.node in options and \
@@ -153,17 +199,19 @@ def allocate(state: IdentityState, demand: Mapping[str, Demand], weights: Mappin
         if last is not None and hold.start == last.start:      # extended
             holds.remove(last)
         received[best] += hold.overlap(max(lookback, _held_until(last, best)), math.inf)
+        for tenant, part in split[best].items():
+            tenant_received[tenant] += hold.overlap(max(now, _held_until(last, best)), math.inf) * part
         holds.append(hold)
         writes[(slot, hold.start)] = hold
     current = [h for h in holds if h.end > now and h.end > barrier - p.handover_s + EPS]
     if writes and violations(current, limits.in_flight, rate, p.handover_s):
         # never reached by construction; if it were, granting nothing new is always safe
-        return _plan(state, tuple(state.holds), {}, (), (), demand, shares, targets, now, p)
+        return _plan(state, tuple(state.holds), {}, (), (), demand, split, targets, now, p)
     asked = give_back_asks(holds, demand, now)
     # a hold given back and granted again in this plan (same slot and start): the write stands
     cuts = tuple(c for c in cuts if (c.slot, c.start) not in writes)
     given_back = tuple(h for h in given_back if (h.slot, h.start) not in writes)
-    return _plan(state, tuple(holds), writes, cuts, given_back, demand, shares, targets, now, p, asked)
+    return _plan(state, tuple(holds), writes, cuts, given_back, demand, split, targets, now, p, asked)
 
 
 def give_back_asks(holds: Sequence[Hold], demand: Mapping[str, Demand], now: float) -> frozenset[str]:
@@ -200,21 +248,31 @@ def released(holds: Sequence[Hold], demand: Mapping[str, Demand], now: float
     return out, tuple(cuts), tuple(dropped)
 
 
+def _others(total: Mapping[str, float], own: Mapping[str, float]) -> dict[str, float]:
+    """The backfill requests of the other nodes per tenant: the total less the node's own."""
+    return {t: round(n - own.get(t, 0.0), 3) for t, n in total.items() if n - own.get(t, 0.0) > EPS}
+
+
 def _plan(state: IdentityState, holds: Sequence[Hold], writes: Mapping[tuple[int, float], Hold],
           cuts: Sequence[Hold], given_back: Sequence[Hold], demand: Mapping[str, Demand],
-          shares: Mapping[str, Mapping[str, float]], targets: dict[str, float], now: float, p: Params,
+          split: Mapping[str, Mapping[str, float]], targets: dict[str, float], now: float, p: Params,
           asked: frozenset[str] = frozenset()) -> Plan:
     gen = state.gen + 1
     drops = tuple(h for h in holds if h.end < now - p.cycle_s) + tuple(given_back)
     nodes = sorted({*demand, *(h.node for h in holds if h.end > now)})
     limits = state.limits
     pause = state.paused_until if state.paused_until is not None and state.paused_until > now else None
+    served: dict[str, float] = {}
+    for d in demand.values():
+        for tenant, n in d.served.items():
+            served[tenant] = served.get(tenant, 0.0) + n
     budgets = {
         node: Budget(gen=gen, wiki_host=state.id, credential=limits.credential,
                      windows=node_windows(holds, node, now), slow_after_s=limits.slow_after_s,
                      slow_wait_s=limits.slow_wait_s, maxlag=limits.maxlag,
                      paused_until=None if pause is None else pause + pause_jitter(node, p),
-                     weights=dict(shares.get(node, {})), give_back=node in asked)
+                     weights=dict(split.get(node, {})), give_back=node in asked,
+                     served=_others(served, demand[node].served if node in demand else {}), cycle_s=p.cycle_s)
         for node in nodes}
     return Plan(gen=gen, writes=tuple(replace(h, gen=gen) for h in writes.values()), drops=drops,
                 budgets=budgets, targets=targets, cuts=tuple(replace(h, gen=gen) for h in cuts))

@@ -202,6 +202,26 @@ def test_tenant_shares_split_by_weight_then_by_waiting_sources():
     assert tenant_shares(demand, {"t1": 3.0}) == {"a": {"t1": 0.75, "t2": 0.125}, "b": {"t2": 0.125}}
 
 
+def test_each_budget_weighs_the_nodes_tenants_and_names_the_requests_the_other_nodes_served():
+    demand = {"a": Demand(backfill={"t1": 3, "t2": 1}, served={"t1": 10.0, "t2": 2.0}),
+              "b": Demand(backfill={"t2": 1}, served={"t2": 5.0})}
+    budgets = allocate(state(), demand, {"t1": 3.0}, NOW, P).budgets
+    assert budgets["a"].weights == {"t1": 0.75, "t2": 0.25}      # by weight: the queue picks by service
+    assert (budgets["a"].served, budgets["b"].served) == ({"t2": 5.0}, {"t1": 10.0, "t2": 2.0})
+    assert budgets["a"].cycle_s == P.cycle_s
+
+
+@pytest.mark.parametrize("served, holders", [
+    ({"a": {"t1": 30.0}}, {"b"}),            # t1 was served: the node of t2, which was not, gets the slot
+    ({"b": {"t2": 30.0}, "c": {"t1": 1.0}}, {"a", "c"}),
+])
+def test_a_free_slot_goes_to_a_node_of_the_tenant_furthest_behind(served, holders):
+    lanes = {"a": {"t1": 2}, "b": {"t2": 1}, "c": {"t1": 1}}
+    demand = {n: Demand(backfill=b, served=served.get(n, {})) for n, b in lanes.items()}
+    (hold,) = allocate(state(), demand, {}, NOW, P).writes
+    assert hold.node in holders
+
+
 @pytest.mark.parametrize("holds, windows", [
     ([], ()),
     ([Hold(0, "a", 0, 10, 1.0)], (Window(0, 10, 1, 1.0),)),

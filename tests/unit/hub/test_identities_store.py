@@ -55,7 +55,7 @@ def check_store(maker) -> None:
     budgets = plans["en.wikipedia.org"].budgets
     assert [w.start for w in budgets["node-b"].windows] == [NOW]          # freshness first
     assert budgets["node-a"].windows == ()
-    assert budgets["node-b"].weights == {"t-2": 0.75} and budgets["node-a"].weights == {"t-1": 0.25}
+    assert budgets["node-b"].weights == {"t-2": 1.0} and budgets["node-a"].weights == {"t-1": 1.0}
 
     # the next ticks: node-b's hold is extended in place; the row created on the first write keeps it
     for k in range(1, 8):

@@ -3,8 +3,8 @@ import math
 import pytest
 
 from shared.wire import Budget, Window
-from spawn.budget_rules import (BACKFILL, FRESH, Local, Ticket, charge, demand, gate, held_until, may_release, pick,
-                                rebase)
+from spawn.budget_rules import (BACKFILL, FRESH, Local, Ticket, charge, cluster_served, demand, gate, held_until,
+                                may_release, pick)
 
 SKEW = 0.5
 W1 = Window(100.0, 160.0, 1, 2.0)
@@ -97,9 +97,15 @@ def test_fresh_requests_cost_no_backfill_share_and_a_shared_source_splits_its_co
     assert charge({"a": 1.0}, t(1, BACKFILL, "a", "b")) == {"a": 1.5, "b": 0.5}
 
 
-def test_a_tenant_back_from_idle_saves_no_credit():
-    served = rebase({"a": 50.0, "b": 0.0}, {"a": 1.0, "b": 2.0}, waiting={"a"}, newcomers={"b"})
-    assert served == {"a": 50.0, "b": 100.0}
+def test_a_request_leaving_the_cycle_takes_its_cost_back():
+    assert charge({"a": 1.5, "b": 0.5}, t(1, BACKFILL, "a", "b"), -1.0) == {"a": 1.0}
+
+
+def test_the_queue_counts_the_other_nodes_requests_so_a_tenant_served_elsewhere_waits_here():
+    served = cluster_served({"a": 30.0, "b": 2.0}, {"b": 3.0, "c": 1.0})
+    assert served == {"a": 30.0, "b": 5.0, "c": 1.0}
+    # here, b was served more than a; across the nodes a was: a waits
+    assert pick([t(1, BACKFILL, "a"), t(2, BACKFILL, "b")], served, {"a": 2.0, "b": 1.0}).seq == 2
 
 
 def test_demand_counts_sources_per_tenant_and_lane():

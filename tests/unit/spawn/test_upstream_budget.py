@@ -94,8 +94,8 @@ def test_a_budget_arriving_serves_the_waiter_which_is_told_it_runs_again():
     assert seen["demand"] == {"t1": 1, "t2": 1}
 
 
-def test_the_freshness_lane_goes_first_and_backfill_follows_the_weights():
-    ib = IdentityBudget("h", skew_s=SKEW)
+def queue_order(ib: IdentityBudget, demands: dict[str, Demand], first: Budget) -> list[str]:
+    """The order in which sources queued before `first` arrives are served, one at a time."""
     order, lock = [], threading.Lock()
 
     def one(name, demand):
@@ -103,17 +103,40 @@ def test_the_freshness_lane_goes_first_and_backfill_follows_the_weights():
             with lock:
                 order.append(name)
             time.sleep(0.01)
-    threads = [threading.Thread(target=one, args=(f"b{i}-{t}", Demand(BACKFILL, (t,))))
-               for i in range(4) for t in ("heavy", "light")]
-    threads.append(threading.Thread(target=one, args=("fresh", Demand(FRESH, ("light",)))))
+    threads = [threading.Thread(target=one, args=item) for item in demands.items()]
     for t in threads:
         t.start()
     time.sleep(0.3)             # all queued before the budget arrives
-    ib.apply(budget(weights={"heavy": 3.0, "light": 1.0}))
+    ib.apply(first)
     for t in threads:
         t.join(10)
+    return order
+
+
+def test_the_freshness_lane_goes_first_and_backfill_follows_the_weights():
+    ib = IdentityBudget("h", skew_s=SKEW)
+    demands = {f"b{i}-{t}": Demand(BACKFILL, (t,)) for i in range(4) for t in ("heavy", "light")}
+    order = queue_order(ib, {**demands, "fresh": Demand(FRESH, ("light",))},
+                        budget(weights={"heavy": 3.0, "light": 1.0}))
     assert order[0] == "fresh"
     assert [name.split("-")[1] for name in order[1:5]].count("heavy") == 3
+
+
+def test_the_backfill_queue_counts_what_the_other_nodes_served_and_reports_its_own():
+    ib = IdentityBudget("h", skew_s=SKEW)
+    # equal weights, but the other nodes served heavy 3 requests more: light goes first here
+    order = queue_order(ib, {f"b{i}-{t}": Demand(BACKFILL, (t,)) for i in range(3) for t in ("heavy", "light")},
+                        budget(weights={"heavy": 1.0, "light": 1.0}, served={"heavy": 3.0}))
+    assert [name.split("-")[1] for name in order[:3]] == ["light"] * 3
+    assert ib.use().served == {"heavy": 3.0, "light": 3.0}
+
+
+def test_a_source_with_a_request_in_flight_is_still_demand():
+    ib = IdentityBudget("h", skew_s=SKEW)
+    ib.apply(budget())
+    with ib.slot(Demand(BACKFILL, ("t",))):
+        assert ib.use().backfill == {"t": 1}
+    assert ib.use().backfill == {}
 
 
 def test_a_slow_answer_keeps_its_slot_for_the_slow_wait():
