@@ -48,7 +48,7 @@ class Subscription(Base):
     __table_args__ = (
         UniqueConstraint("tenant_id", "source_uuid", name="uq_subscription_tenant_source"),
         Index("ix_subscriptions_state", "state"),
-        Index("ix_subscriptions_node", "node_id"),
+        # no index on node_id: a move rewrites it on every subscription (migration 0008)
         Index("ix_subscriptions_created_id", "created_at", "id"),   # stable pagination order
     )
 
