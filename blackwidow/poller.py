@@ -12,7 +12,7 @@ import logging
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Callable, Mapping
 
@@ -257,7 +257,8 @@ def _poll_nodes(client: SpawnClient, live: list[store.NodeView], snap: Snapshot,
         began = time.monotonic()
         try:
             report = _poll_node(client, node, assigned.get(node.id, []), leases.for_node(node.id),
-                                upstream_tick.budgets_for(budgets, node.id), paging, known.get(node.id))
+                                upstream_tick.budgets_for(budgets, node.id), paging, known.get(node.id),
+                                snap.subscriptions)
             if report.node_id is not None and report.node_id != node.id:
                 raise SpawnError(f"answered as node {report.node_id}", node_url=node.url)
             if report.token is not None:      # one thread per node: no two write the same key
@@ -290,7 +291,8 @@ def _poll_nodes(client: SpawnClient, live: list[store.NodeView], snap: Snapshot,
 
 
 def _poll_node(client: SpawnClient, node: store.NodeView, ids: list[str], leases: Mapping[str, Lease],
-               budgets: Mapping[str, Budget], paging: poll_pages.Paging, known: Known | None) -> StatusReport:
+               budgets: Mapping[str, Budget], paging: poll_pages.Paging, known: Known | None,
+               specs: Mapping[str, store.SubscriptionView]) -> StatusReport:
     """One node's poll in bounded requests (blackwidow.poll_pages). A spawn that refuses a paged list (422:
     a version without pages, in a rolling upgrade) gets the whole list in one request, as it always did."""
     pages = poll_pages.split(ids, paging.page_ids)
@@ -308,7 +310,7 @@ def _poll_node(client: SpawnClient, node: store.NodeView, ids: list[str], leases
                 raise
             return client.poll(node.url, Poll(node_id=node.id, assigned=tuple(sorted(ids)), leases=leases,
                                               budgets=budgets))
-        answers.append(answer)
+        answers.append(_sharing_specs(answer, specs))
         try:
             if not poll_pages.more(index, len(pages), answer, after):
                 return poll_pages.merge(answers, known.statuses if known is not None else None)
@@ -316,6 +318,21 @@ def _poll_node(client: SpawnClient, node: store.NodeView, ids: list[str], leases
             raise SpawnBadResponse(f"status report: {exc}", node_url=node.url) from None
         after = poll_pages.cursor(after, answer)
         index += 1
+
+
+def _sharing_specs(answer: StatusReport, subs: Mapping[str, store.SubscriptionView]) -> StatusReport:
+    """`answer` with each reported spec that equals the snapshot's replaced by the snapshot spec's own field
+    dict: the scheduler keeps every node's last report between ticks, and a million parsed copies of specs
+    it already holds cost a gigabyte. Compared by value as before (blackwidow.reload)."""
+    shared = []
+    for status in answer.subscriptions:
+        sub = subs.get(status.id)
+        if sub is not None and status.spec is not None:
+            fields = vars(sub.spec)
+            if status.spec == fields:
+                status = replace(status, spec=fields)
+        shared.append(status)
+    return replace(answer, subscriptions=tuple(shared))
 
 
 def _execute(client: SpawnClient, plan: reload.Plan, snap: Snapshot,
