@@ -367,7 +367,8 @@ NOTES = """What this does not show:
 - Tenant shares: the hub balances shares over BW_BUDGET_CYCLE_S (900 s by default) and hands slots out in
   holds of 15 s. The simulated run sets the cycle to its own length (120 s), so its shares are over one cycle;
   the 3-real-spawn run keeps the default, and its shares cover only the span in which both tenants had work
-  (a few holds), where a node that keeps the slot for two holds serves the tenants whose pages it holds.
+  (a few holds): a holder's queue serves the tenant furthest behind cluster-wide, but only among the
+  tenants whose pages it holds.
 - The simulated spawns store nothing (each source is an endless loop of real API requests through the edge);
   their edge runs 3 in flight, 10 r/s, 600/min (the authenticated profile's shape) rather than the anonymous
   numbers, so that many nodes have a slot to hold at once.
