@@ -243,6 +243,9 @@ class SubscriptionStatus:
     # the article its source resolved the title to, as a source uuid (the wiki's own title after
     # normalisation and redirects); None until resolved. The hub routes on it (docs/coordination.md).
     page_key: str | None = None
+    # its page's stored history was compared with the wiki's by revision id and found equal (after writing
+    # what was missing); False: it differs; None (absent from older spawns' reports): not checked yet
+    complete: bool | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -260,6 +263,7 @@ class SubscriptionStatus:
             spec=_req(body, "spec", dict, optional=True),
             lease=_optional_lease(body),
             page_key=_req(body, "page_key", str, optional=True),
+            complete=_req(body, "complete", bool, optional=True),
         )
 
 

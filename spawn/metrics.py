@@ -19,6 +19,13 @@ class SpawnMetrics:
         self.store_write = Counter("bw_spawn_store_write_seconds",
                                    "Seconds data sources spent writing to the store", registry=r)
         self.source_errors = Counter("bw_spawn_source_errors", "Harvest errors by kind", ["kind"], registry=r)
+        # the stored history compared with the wiki's (spawn.completeness): equal, repaired, or differs
+        # (stored revisions the wiki no longer shows)
+        self.history_checks = Counter("bw_spawn_history_checks", "Stored histories compared with the wiki's",
+                                      ["wiki", "outcome"], registry=r)
+        self.revisions_repaired = Counter("bw_spawn_revisions_repaired",
+                                          "Revisions missing from the store found by a history check and written",
+                                          ["wiki"], registry=r)
         self.detaches = Counter("bw_spawn_detaches", "Times this node detached after hub silence", registry=r)
         self.sources = Gauge("bw_spawn_sources", "Running data sources", registry=r)
         self.subscribers = Gauge("bw_spawn_subscribers", "Subscribers held", registry=r)

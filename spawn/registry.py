@@ -154,7 +154,8 @@ class Registry:
             return self._statuses(ids[:limit]), ids[limit - 1] if len(ids) > limit else None
 
     def _statuses(self, ids: list[str]) -> list[SubscriptionStatus]:
-        return [self._subs[i].status(caught_up=src is not None and src.complete)
+        return [self._subs[i].status(caught_up=src is not None and src.complete,
+                                     complete=None if src is None else src.proven)
                 for i in ids for src in (self._source_locked(self._subs[i].spec.source_uuid),)]
 
     def counts(self) -> dict:

@@ -11,6 +11,10 @@ The page is its page id (spawn.page_fate): a move is followed (the new title is 
 which keys the page by it), a deletion shows `deleted` and leaves one check for undeletion per longest
 revisit interval, and an undeletion reads the history again from its start, since the revisions it
 restores are older than the resume point.
+
+Once caught up, and again at most once per longest revisit interval, the stored history is compared with the
+wiki's by revision id (spawn.completeness): what is missing is written, and the subscribers report whether
+the stored history was proven equal to the wiki's (`complete`).
 """
 import logging
 import queue
@@ -21,7 +25,7 @@ from typing import Callable
 
 from shared.revisions.model import PageState, ResumePoint, Revision
 from shared.revisions.store import RevisionStore, StoreError
-from spawn import page_fate, revisit
+from spawn import completeness, page_fate, revisit
 from spawn.host_limiter import Backoff
 from spawn.mediawiki import (AddressRefused, Cancelled, MediaWikiClient, MediaWikiError, Opening, PageDeleted,
                              PageInfo, PageUnavailable, TitleMissing)
@@ -77,6 +81,9 @@ class DataSource:
         self._deleted_reason = ""
         self._marked_deleted = False        # the store removed its texts and marked its row deleted
         self._reread_due = False            # undeleted: read the whole history again before resuming
+        self.proven: bool | None = None     # the stored history equals the wiki's (None: not checked yet)
+        self._caught_up_at: float | None = None     # when the harvest last reached the wiki's newest revision
+        self._checked_at: float | None = None       # when the history was last compared with the wiki's
 
     # -- subscribers (called by the registry under its lock) -------------------------------
     def attach(self, sub: Subscriber) -> None:
@@ -143,7 +150,7 @@ class DataSource:
             try:
                 self.run_once()
                 failures = 0
-                self._wake.wait()
+                self._wake.wait(self._until_check())
             except Cancelled:
                 return
             except PageDeleted as exc:
@@ -179,6 +186,7 @@ class DataSource:
             self._reread()
         self._backfill_content()
         self._harvest()
+        self._verify()
         self._schedule_revisit()
 
     def _prepare(self) -> bool:
@@ -249,7 +257,8 @@ class DataSource:
             logger.info("source.deleted", extra={"title": self.title, "page_id": exc.page_id,
                                                  "wiki": self.client.host})
         self.deleted, self._deleted_reason = True, str(exc)
-        self.complete = False
+        self.complete, self.proven = False, None
+        self._caught_up_at = self._checked_at = None
         self.batcher.cancel(self.key)
         if self._log is None and self.page is not None:
             self._load(self.store.page(self.client.host, self.page.page_id))   # what is stored still counts
@@ -306,6 +315,60 @@ class DataSource:
                 self._write(old)
             if len(old) < len(batch):
                 return
+
+    def _verify(self) -> None:
+        """Once caught up (spawn.completeness says when): the wiki's history without content up to the resume
+        point, compared by revision id with the stored one; the revisions missing from the store are written
+        (with content when a subscriber wants it: the stored range is then read again with it)."""
+        now = self._now()
+        if not self.complete:
+            self._caught_up_at = None
+            return
+        if self._caught_up_at is None:
+            self._caught_up_at = now
+        due = completeness.check_at(caught_up_at=self._caught_up_at, last_checked=self._checked_at,
+                                    every_s=self.revisit_max_s)
+        if due is None or now < due:
+            return
+        host, page_id = self.client.host, self.resolved.page_id
+        state = self.store.page(host, page_id)
+        if state is None:       # nothing stored to compare (a page without revisions)
+            self._checked_at = now
+            return
+        last = (state.latest_timestamp, state.latest_rev_id)
+        on_wiki: list[Revision] = []
+        for batch in prefetched(self.client.revision_batches(self.resolved, **self._kw()), self._stop):
+            old = page_fate.up_to(batch, last)
+            on_wiki.extend(old)
+            if len(old) < len(batch):
+                break
+        found = completeness.compare((r.rev_id for r in self.store.history(host, page_id)),
+                                     (r.rev_id for r in on_wiki))
+        where = {"title": self.title, "page_id": page_id, "wiki": host}
+        if found.missing:
+            self.proven = False
+            logger.warning("source.history_repair", extra={**where, "missing": len(found.missing),
+                                                           "extra": len(found.extra)})
+            if self._stop.is_set():
+                raise Cancelled("stopped before writing")
+            if self._need()[1]:
+                self._rewrite(last, content=True)
+            else:
+                missing = set(found.missing)
+                self._write([r for r in on_wiki if r.rev_id in missing])
+            self.metrics.revisions_repaired.labels(wiki=host).inc(len(found.missing))
+            self._load(self.store.page(host, page_id))
+        if found.extra:
+            logger.warning("source.stored_not_on_wiki", extra={**where, "extra": len(found.extra)})
+        outcome = "equal" if found.equal else "repaired" if found.complete_after_repair else "differs"
+        self.metrics.history_checks.labels(wiki=host, outcome=outcome).inc()
+        self._checked_at, self.proven = now, found.complete_after_repair
+
+    def _until_check(self) -> float | None:
+        """Seconds until the history's next comparison with the wiki's (None: none planned)."""
+        due = completeness.check_at(caught_up_at=self._caught_up_at if self.complete else None,
+                                    last_checked=self._checked_at, every_s=self.revisit_max_s)
+        return None if due is None else max(0.0, due - self._now())
 
     def _batches(self, start: datetime | None, content: bool):
         """The page's history from `start`, beginning with the opening batch if it was read from there."""

@@ -13,11 +13,12 @@ from spawn.wikis import Wikis
 
 @contextmanager
 def recorded_registry(config: SpawnConfig, http: requests.Session, store: RevisionStore,
-                      orphan_after_s: float = 60) -> Iterator[tuple[Registry, list[str]]]:
+                      orphan_after_s: float = 60,
+                      metrics: SpawnMetrics | None = None) -> Iterator[tuple[Registry, list[str]]]:
     """A registry over `http` and `store`, with the URL of every wiki request it sends; cleared after."""
     asked: list[str] = []
     http.hooks["response"].append(lambda resp, *a, **kw: asked.append(resp.request.url))
-    wikis = Wikis(config, http=http, store=store, metrics=SpawnMetrics())
+    wikis = Wikis(config, http=http, store=store, metrics=metrics or SpawnMetrics())
     registry = Registry(wikis.make_source, orphan_after_s=orphan_after_s)
     try:
         yield registry, asked

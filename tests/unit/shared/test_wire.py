@@ -41,6 +41,16 @@ def test_a_status_carries_its_page_key_and_an_older_spawn_without_one_is_underst
     assert err.value.field == "page_key"
 
 
+@pytest.mark.parametrize("complete", [True, False, None])
+def test_a_status_says_whether_its_history_was_proven_complete_and_an_older_spawn_means_unknown(complete):
+    status = SubscriptionStatus(id="s1", state="running", complete=complete)
+    assert SubscriptionStatus.from_dict(status.to_dict()) == status
+    assert SubscriptionStatus.from_dict({"id": "s1", "state": "running"}).complete is None
+    with pytest.raises(ValidationError) as err:
+        SubscriptionStatus.from_dict({"id": "s1", "state": "running", "complete": "yes"})
+    assert err.value.field == "complete"
+
+
 def test_an_unknown_state_is_kept_for_the_hub_to_ignore():
     # a newer spawn in a rolling upgrade may report a state this version does not know
     assert SubscriptionStatus.from_dict({"id": "s", "state": "exploded"}).state == "exploded"
