@@ -149,6 +149,8 @@ def status_changes(snap: Snapshot, reports: Mapping[str, StatusReport]) -> dict[
                 "last_rev_id": reported.last_rev_id if reported.last_rev_id is not None else sub.last_rev_id,
                 # a key once known stays (a spawn that has not resolved the title yet reports none)
                 "page_key": reported.page_key or sub.page_key,
+                # unknown (a restarted spawn that has not checked yet, or an older one) keeps what was proven
+                "complete": sub.complete if reported.complete is None else reported.complete,
             }
             if reported.state in NODE_REPORTED:
                 values["state"] = reported.state

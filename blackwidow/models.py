@@ -68,6 +68,8 @@ class Subscription(Base):
     revisions: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
     last_rev_id: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # reported by its spawn: the stored history proven equal to the wiki's (False: differs; None: unknown)
+    complete: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
     node_id: Mapped[str | None] = mapped_column(String(36), nullable=True)   # where it is assigned now
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False, default=utcnow,

@@ -52,6 +52,12 @@ SCHEMAS = {
         "revisions": {"type": "integer", "description": "Revisions harvested so far."},
         "last_rev_id": {"type": "integer", "nullable": True},
         "last_error": {"type": "string", "nullable": True},
+        "complete": {"type": "boolean", "nullable": True, "readOnly": True,
+                     "description": "Whether its node compared the page's stored history with the wiki's, by "
+                     "revision id, and found it equal (after writing the revisions missing from the store: an "
+                     "undeletion, a history merge or an import with old timestamps). Checked once the history "
+                     "is caught up, then once per longest revisit interval. false: the store holds revisions "
+                     "the wiki no longer shows; null: not checked yet."},
         "created_at": _TS, "updated_at": _TS}),
     "Node": _obj({
         "id": _ID, "url": {"type": "string"}, "state": {"type": "string"},

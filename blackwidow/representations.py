@@ -28,7 +28,7 @@ def subscription(s: Subscription) -> dict:
             "source_uuid": s.source_uuid, "page_key": s.page_key, "quota": s.quota, "content": s.content,
             "enabled": s.enabled,
             "state": s.state, "node": s.node_id, "revisions": s.revisions, "last_rev_id": s.last_rev_id,
-            "last_error": s.last_error, "created_at": timestamp(s.created_at),
+            "last_error": s.last_error, "complete": s.complete, "created_at": timestamp(s.created_at),
             "updated_at": timestamp(s.updated_at)}
 
 

@@ -49,6 +49,7 @@ class SubscriptionView:
     last_rev_id: int | None
     last_error: str | None
     page_key: str | None = None
+    complete: bool | None = None    # reported: the stored history proven equal to the wiki's (None: unknown)
 
     @property
     def route_key(self) -> str:
@@ -75,7 +76,7 @@ class Snapshot:
 _SUBSCRIPTION_COLUMNS = (Subscription.id, Subscription.source_uuid, Subscription.tenant_id, Subscription.wiki,
                          Subscription.title, Subscription.content, Subscription.quota, Subscription.enabled,
                          Subscription.state, Subscription.node_id, Subscription.revisions, Subscription.last_rev_id,
-                         Subscription.last_error, Subscription.page_key)
+                         Subscription.last_error, Subscription.page_key, Subscription.complete)
 
 
 def load_snapshot(session: Session) -> Snapshot:
@@ -145,7 +146,7 @@ class _Views:
         share, identities = self._strings.setdefault, self._identities
         subs = {}
         for (sub_id, source, tenant, wiki, title, content, quota, enabled, state, node_id, revisions, last_rev_id,
-             last_error, page_key) in rows:
+             last_error, page_key, complete) in rows:
             identity = identities.get(wiki)
             if identity is None:
                 identity = identities.setdefault(wiki, wiki_key(wiki))
@@ -154,7 +155,7 @@ class _Views:
                                     identity=identity)
             node_id = node_id and share(node_id, node_id)
             subs[sub_id] = SubscriptionView(sub_id, spec, enabled, share(state, state), node_id, revisions,
-                                            last_rev_id, last_error, page_key)
+                                            last_rev_id, last_error, page_key, complete)
         return subs
 
     def assignments(self, rows) -> dict[str, AssignmentView]:

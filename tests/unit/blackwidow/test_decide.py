@@ -1,10 +1,12 @@
 """The tick's rules as tables: blackwidow.decide.decide and settle, with no database and no HTTP."""
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
 import pytest
 
 from blackwidow import reload
-from blackwidow.decide import Polled, Rules, decide, failed_resend_due, failed_retry_delay, settle
+from blackwidow.decide import (Polled, Rules, decide, failed_resend_due, failed_retry_delay, settle,
+                               status_changes)
 from blackwidow.quota.arithmetic import Params
 from blackwidow.quota.leasing import LeaseRound, QuotaMemory
 from blackwidow.quota.store import LeaseSnapshot, TenantQuota
@@ -198,3 +200,19 @@ def test_reload_record_names_the_change():
     assert settled.reload == ("soft", "new=1", 1, 0)
     assert settled.subscriptions["s1"] == {"node_id": "A", "state": "assigned"}
     assert isinstance(decision.plan.puts[0], reload.Put)
+
+
+# (name, stored `complete`, reported `complete`, the row's value after the tick)
+COMPLETE = [
+    ("proven by its spawn", None, True, True),
+    ("found to differ", True, False, False),
+    ("a restarted or older spawn that has not checked keeps what was proven", True, None, True),
+    ("unknown stays unknown", None, None, None),
+]
+
+
+@pytest.mark.parametrize("name,stored,reported,shown", COMPLETE, ids=[c[0] for c in COMPLETE])
+def test_the_hub_copies_whether_the_stored_history_is_complete(name, stored, reported, shown):
+    snap = snapshot([node("A")], [replace(sub("s1"), complete=stored)])
+    reports = {"A": report("A", replace(status("s1"), complete=reported))}
+    assert status_changes(snap, reports)["s1"]["complete"] is shown
