@@ -48,7 +48,8 @@ demo: venv
 	STACK="$(STACK)" WIKI="$(WIKI)" TITLES="$(TITLES)" $(BIN)/python -m tools.demo
 
 # Benchmarks: runs every bench/ script against the local services and writes bench/RESULTS.md
-# (about 20 minutes; the first run also builds a second throwaway wiki under .run/bench).
+# (about 35 minutes, 10 of them for the hub at a million subscriptions; the first run also builds a second
+# throwaway wiki under .run/bench).
 bench: venv services
 	$(BIN)/python -m bench.run
 

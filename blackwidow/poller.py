@@ -107,6 +107,10 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
             logger.info("scheduler.epoch", extra={"epoch": state.fence.epoch})
         else:
             fencing.check(session, state.fence)
+        if not state.live_urls:
+            # a scheduler that just started or took over: its first snapshot of a million subscriptions takes
+            # seconds to read, and the spawns have heard nobody since the last leader stopped
+            state.live_urls = store.live_node_urls(session)
         before = quota_store.load(session)
         state.cache = _snapshot(session, state.cache)
         snap = leasing.mark_leased(state.cache.snapshot, leasing.leased_tenants(before))

@@ -24,3 +24,19 @@ def test_a_paged_list_becomes_what_keepalives_refresh_only_once_complete_and_rep
     assert [s["id"] for s in first["subscriptions"]] == ["a", "b"] and first["next"] == "b"
     assert [s["id"] for s in second["subscriptions"]] == ["c", "d"]
     assert len(poll(node, ["a"])["subscriptions"]) == 5 and "next" not in poll(node, ["a"])
+
+
+def test_the_farm_answers_what_changed_since_the_report_a_poll_names_as_spawns_do():
+    node = SimNode("http://127.0.0.1:1")
+    for sub_id in "abc":
+        node.put(sub_id, {"id": sub_id})
+    whole = poll(node, ["a", "b", "c"], report=ReportPage(None, 10))
+    assert [s["id"] for s in whole["subscriptions"]] == ["a", "b", "c"] and "delta" not in whole
+    steady = poll(node, ["a", "b", "c"], report=ReportPage(None, 10, since=whole["token"]))
+    assert (steady["delta"], steady["subscriptions"], steady["removed"]) == (True, [], [])
+    node.delete("b")
+    node.put("d", {"id": "d"})
+    changed = poll(node, ["a", "c", "d"], report=ReportPage(None, 10, since=steady["token"]))
+    assert ([s["id"] for s in changed["subscriptions"]], changed["removed"]) == (["d"], ["b"])
+    stale = poll(node, ["a", "c", "d"], report=ReportPage(None, 10, since=steady["token"]))
+    assert "delta" not in stale and [s["id"] for s in stale["subscriptions"]] == ["a", "c", "d"]
