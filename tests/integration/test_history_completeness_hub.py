@@ -6,8 +6,7 @@ import pytest
 
 from tests.fixtures.writable_wiki import WritableWiki
 from tests.integration.coordination_support import wait_for
-from tests.integration.test_hub_e2e import spawn as spawn_process
-from tests.integration.test_moved_deleted_pages_hub import FAST_REVISITS, WIKI_HOST, make_hub, row
+from tests.integration.test_moved_deleted_pages_hub import one_node_subscription, row
 from tests.support.record_change_feed import import_xml
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -15,19 +14,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 def test_the_admin_api_shows_a_history_proven_complete_after_an_import_with_old_timestamps(
         postgres_url, writable_wiki: WritableWiki, tmp_path):
-    hub = make_hub(postgres_url, "completeness", tmp_path)
-    admin = writable_wiki.admin()
-    title = writable_wiki.unique_title("Hub completeness page")
-    for i in range(2):
-        admin.edit(title, f"text {i}", summary=f"edit {i}")
-    node = None
-    try:
-        hub.start("first")
-        node = spawn_process(hub, tmp_path, 0, wiki_host=WIKI_HOST, env=FAST_REVISITS)
-        wait_for(lambda: len(hub.live_nodes()) == 1, 60, 0.2)
-        tenant = hub.post("/v1/tenants", {"name": "completeness", "quota": None})
-        sub = hub.post("/v1/subscriptions", {"tenant_id": tenant["id"], "wiki": writable_wiki.api_url,
-                                             "title": title})
+    with one_node_subscription(postgres_url, writable_wiki, tmp_path, "completeness", 2) as (hub, admin, title, sub):
         assert sub["complete"] is None
         wait_for(lambda: row(hub, sub["id"])["revisions"] == 2 and row(hub, sub["id"])["complete"] is True, 60, 0.2)
 
@@ -38,7 +25,3 @@ def test_the_admin_api_shows_a_history_proven_complete_after_an_import_with_old_
                  60, 0.2)
         assert row(hub, sub["id"])["state"] == "running"
         assert hub.get(f"/v1/subscriptions/{sub['id']}")["complete"] is True
-    finally:
-        if node is not None:
-            node.stop()
-        hub.stop()

@@ -4,11 +4,14 @@ dashboard's filter, stays on its node without being re-sent as failed, and runs 
 once the page is undeleted. A moved page's subscription follows it, and a subscription to the new title ends on
 the same node and the same source."""
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
 from shared.hashing import source_uuid
+from tests.fixtures.writable_wiki import AdminApi
 from tests.integration.coordination_support import SECRET, new_schema_url, wait_for
 from tests.integration.test_hub_e2e import ADMIN_TOKEN, INTERVAL_S, spawn as spawn_process
 from tests.support.hub import HubProcesses
@@ -29,20 +32,33 @@ def row(hub: HubProcesses, sub_id: str) -> dict:
     return next(s for s in hub.subscriptions() if s["id"] == sub_id)
 
 
-def test_the_hub_shows_a_deleted_page_and_resumes_it_after_its_undeletion(postgres_url, writable_wiki, tmp_path):
-    hub = make_hub(postgres_url, "deleted", tmp_path)
+@contextmanager
+def one_node_subscription(postgres_url: str, writable_wiki, tmp_path: Path, name: str,
+                          edits: int) -> Iterator[tuple[HubProcesses, AdminApi, str, dict]]:
+    """A hub on schema `name` with one spawn node, and a subscription to a new page of `edits` revisions:
+    (hub, the wiki's administrator, the page's title, the subscription as created). Stopped after."""
+    hub = make_hub(postgres_url, name, tmp_path)
     admin = writable_wiki.admin()
-    title = writable_wiki.unique_title("Hub deletion page")
-    for i in range(3):
+    title = writable_wiki.unique_title(f"Hub {name} page")
+    for i in range(edits):
         admin.edit(title, f"text {i}", summary=f"edit {i}")
     node = None
     try:
         hub.start("first")
         node = spawn_process(hub, tmp_path, 0, wiki_host=WIKI_HOST, env=FAST_REVISITS)
         wait_for(lambda: len(hub.live_nodes()) == 1, 60, 0.2)
-        tenant = hub.post("/v1/tenants", {"name": "deletions", "quota": None})
+        tenant = hub.post("/v1/tenants", {"name": name, "quota": None})
         sub = hub.post("/v1/subscriptions", {"tenant_id": tenant["id"], "wiki": writable_wiki.api_url,
                                              "title": title})
+        yield hub, admin, title, sub
+    finally:
+        if node is not None:
+            node.stop()
+        hub.stop()
+
+
+def test_the_hub_shows_a_deleted_page_and_resumes_it_after_its_undeletion(postgres_url, writable_wiki, tmp_path):
+    with one_node_subscription(postgres_url, writable_wiki, tmp_path, "deleted", 3) as (hub, admin, title, sub):
         wait_for(lambda: row(hub, sub["id"])["state"] == "running" and row(hub, sub["id"])["revisions"] == 3, 60, 0.2)
         placed_on = row(hub, sub["id"])["node"]
 
@@ -64,10 +80,6 @@ def test_the_hub_shows_a_deleted_page_and_resumes_it_after_its_undeletion(postgr
         newest = admin.edit(title, "after the undeletion")
         wait_for(lambda: (row(hub, sub["id"])["last_rev_id"], row(hub, sub["id"])["revisions"]) == (newest, 4), 30,
                  0.2)
-    finally:
-        if node is not None:
-            node.stop()
-        hub.stop()
 
 
 def test_a_moved_page_keeps_one_source_for_its_old_and_new_titles_across_the_cluster(
