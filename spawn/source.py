@@ -146,11 +146,13 @@ class DataSource:
     # -- the loop --------------------------------------------------------------------------
     def _run(self) -> None:
         failures = 0
+        check_only = False      # woken by the history check's timer, not by the revisit batcher or a subscriber
         while not self._stop.is_set():
             try:
-                self.run_once()
+                due, check_only = check_only, False
+                self.run_once(check_only=due)
                 failures = 0
-                self._wake.wait(self._until_check())
+                check_only = not self._wake.wait(self._until_check())
             except Cancelled:
                 return
             except PageDeleted as exc:
@@ -175,8 +177,10 @@ class DataSource:
                 if self._stop.wait(delay):
                     return
 
-    def run_once(self) -> None:
-        """One pass: resolve, catch up from the resume point, schedule the revisit. Raises on errors."""
+    def run_once(self, check_only: bool = False) -> None:
+        """One pass: resolve, catch up from the resume point, compare the history with the wiki's when due,
+        schedule the revisit. `check_only`: the comparison's timer woke it; the revisit batcher asks for new
+        revisions, so no history request is sent for them. Raises on errors."""
         self._wake.clear()
         if self.deleted:
             self._recheck()
@@ -184,6 +188,9 @@ class DataSource:
             return
         if self._reread_due:
             self._reread()
+        if check_only and not self.deleted:
+            self._verify()
+            return
         self._backfill_content()
         self._harvest()
         self._verify()

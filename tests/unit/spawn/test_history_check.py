@@ -80,3 +80,12 @@ def test_a_source_not_caught_up_plans_no_check():
     assert src._until_check() == EVERY
     clock.advance(EVERY + 5)
     assert src._until_check() == 0.0
+
+
+def test_the_check_timer_lists_the_history_without_asking_for_new_revisions():
+    src, sub, wiki, store, clock, metrics = source()
+    src.run_once()
+    clock.advance(EVERY)
+    asked = len(wiki.calls)
+    src.run_once(check_only=True)
+    assert wiki.calls[asked:] == [("revisions", None, False)] and checks(metrics, "equal") == 1
