@@ -7,10 +7,10 @@ spawn says nothing follows. Requests go on past the last page of ids by repeatin
 changes nothing on the spawn) until the report is whole, and from then on ask from past its end (a request
 from no cursor asks for a new report). docs/coordination.md, "Bounded polls".
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Container, Iterable, Mapping, Sequence
 
-from blackwidow.store.coordination import AssignmentView
+from blackwidow.store.coordination import AssignmentView, SubscriptionView
 from shared.wire import Budget, Lease, Poll, PollPage, ReportPage, StatusReport, SubscriptionStatus
 
 # A spawn whose report cursor never reaches the end would keep a tick polling it forever.
@@ -108,3 +108,18 @@ def merge(answers: list[StatusReport], known: Mapping[str, SubscriptionStatus] |
     return StatusReport(node_id=last.node_id, boot_id=last.boot_id, attached=last.attached,
                         subscriptions=tuple(subs.values()), sources=last.sources, identities=last.identities,
                         rejected=tuple(r for a in answers for r in a.rejected), token=first.token)
+
+
+def sharing_specs(answer: StatusReport, subs: Mapping[str, SubscriptionView]) -> StatusReport:
+    """`answer` with each reported spec that equals the snapshot's replaced by the snapshot spec's own field
+    dict: the scheduler keeps every node's last report between ticks, and a million parsed copies of specs
+    it already holds cost a gigabyte. Compared by value as before (blackwidow.reload)."""
+    shared = []
+    for status in answer.subscriptions:
+        sub = subs.get(status.id)
+        if sub is not None and status.spec is not None:
+            fields = vars(sub.spec)
+            if status.spec == fields:
+                status = replace(status, spec=fields)
+        shared.append(status)
+    return replace(answer, subscriptions=tuple(shared))

@@ -12,7 +12,7 @@ import logging
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Callable, Mapping
 
@@ -107,17 +107,15 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
             logger.info("scheduler.epoch", extra={"epoch": state.fence.epoch})
         else:
             fencing.check(session, state.fence)
-        if not state.live_urls:
-            # a scheduler that just started or took over: its first snapshot of a million subscriptions takes
-            # seconds to read, and the spawns have heard nobody since the last leader stopped
-            state.live_urls = store.live_node_urls(session)
+        # kept alive from now on, however long this tick: read before the snapshot, which takes seconds at a
+        # million subscriptions when a scheduler starts or takes over (the spawns heard nobody since the last)
+        state.live_urls = store.live_node_urls(session)
         before = quota_store.load(session)
         state.cache = _snapshot(session, state.cache)
         snap = leasing.mark_leased(state.cache.snapshot, leasing.leased_tenants(before))
         upstream = identities.load(session, reported={i for uses in state.uses.values() for i in uses})
     live = sorted((n for n in snap.nodes.values() if n.state == store.LIVE), key=lambda n: n.id)
     live_ids = frozenset(n.id for n in live)
-    state.live_urls = {n.id: n.url for n in live}          # kept alive from now on, however long this tick
     stages.end("load")
     leases = leasing.plan_grants(before, snap, live_ids, leasing.params_for(config), at.timestamp(), state.quota)
     budgets = upstream_tick.plan_budgets(upstream, state.uses, live_ids, at.timestamp(), upstream_tick.params(config))
@@ -314,7 +312,7 @@ def _poll_node(client: SpawnClient, node: store.NodeView, ids: list[str], leases
                 raise
             return client.poll(node.url, Poll(node_id=node.id, assigned=tuple(sorted(ids)), leases=leases,
                                               budgets=budgets))
-        answers.append(_sharing_specs(answer, specs))
+        answers.append(poll_pages.sharing_specs(answer, specs))
         try:
             if not poll_pages.more(index, len(pages), answer, after):
                 return poll_pages.merge(answers, known.statuses if known is not None else None)
@@ -322,21 +320,6 @@ def _poll_node(client: SpawnClient, node: store.NodeView, ids: list[str], leases
             raise SpawnBadResponse(f"status report: {exc}", node_url=node.url) from None
         after = poll_pages.cursor(after, answer)
         index += 1
-
-
-def _sharing_specs(answer: StatusReport, subs: Mapping[str, store.SubscriptionView]) -> StatusReport:
-    """`answer` with each reported spec that equals the snapshot's replaced by the snapshot spec's own field
-    dict: the scheduler keeps every node's last report between ticks, and a million parsed copies of specs
-    it already holds cost a gigabyte. Compared by value as before (blackwidow.reload)."""
-    shared = []
-    for status in answer.subscriptions:
-        sub = subs.get(status.id)
-        if sub is not None and status.spec is not None:
-            fields = vars(sub.spec)
-            if status.spec == fields:
-                status = replace(status, spec=fields)
-        shared.append(status)
-    return replace(answer, subscriptions=tuple(shared))
 
 
 def _execute(client: SpawnClient, plan: reload.Plan, snap: Snapshot,

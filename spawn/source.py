@@ -21,7 +21,7 @@ import queue
 import threading
 import time
 from datetime import datetime, timedelta, timezone
-from typing import Callable
+from typing import Callable, Iterator
 
 from shared.revisions.model import PageState, ResumePoint, Revision
 from shared.revisions.store import RevisionStore, StoreError
@@ -310,18 +310,23 @@ class DataSource:
             self._load(self.store.page(host, page_id))
         self._reread_due = False
 
-    def _rewrite(self, last: tuple[datetime, int], content: bool) -> None:
-        """Fetch the history from its start and rewrite the stored revisions up to `last` (timestamp, rev id):
-        upserts by rev_id, nothing is delivered."""
+    def _history_until(self, last: tuple[datetime, int], content: bool = False) -> Iterator[list[Revision]]:
+        """The page's history from its start, batch by batch, up to `last` (timestamp, rev id)."""
         batches = self.client.revision_batches(self.resolved, content=content, **self._kw())
         for batch in prefetched(batches, self._stop):
             old = page_fate.up_to(batch, last)
             if old:
-                if self._stop.is_set():
-                    raise Cancelled("stopped before writing")
-                self._write(old)
+                yield old
             if len(old) < len(batch):
                 return
+
+    def _rewrite(self, last: tuple[datetime, int], content: bool) -> None:
+        """Fetch the history from its start and rewrite the stored revisions up to `last` (timestamp, rev id):
+        upserts by rev_id, nothing is delivered."""
+        for old in self._history_until(last, content):
+            if self._stop.is_set():
+                raise Cancelled("stopped before writing")
+            self._write(old)
 
     def _verify(self) -> None:
         """Once caught up (spawn.completeness says when): the wiki's history without content up to the resume
@@ -343,12 +348,7 @@ class DataSource:
             self._checked_at = now
             return
         last = (state.latest_timestamp, state.latest_rev_id)
-        on_wiki: list[Revision] = []
-        for batch in prefetched(self.client.revision_batches(self.resolved, **self._kw()), self._stop):
-            old = page_fate.up_to(batch, last)
-            on_wiki.extend(old)
-            if len(old) < len(batch):
-                break
+        on_wiki = [r for old in self._history_until(last) for r in old]
         found = completeness.compare((r.rev_id for r in self.store.history(host, page_id)),
                                      (r.rev_id for r in on_wiki))
         where = {"title": self.title, "page_id": page_id, "wiki": host}

@@ -137,3 +137,19 @@ def test_a_poll_names_what_is_assigned_and_the_copies_the_hub_will_drop_itself()
                 "n3": ["gone"]}                    # a subscription deleted: left to the orphan timer
     lists = poll_pages.named(assignments, reported, existing={"a", "b", "c", "d"})
     assert {n: sorted(ids) for n, ids in lists.items()} == {"n1": ["a", "b"], "n2": ["b", "c", "d"]}
+
+
+def test_reported_specs_equal_to_the_snapshots_share_its_field_dict():
+    from blackwidow.store.coordination import SubscriptionView
+    from shared.wire import SubscriptionSpec
+    spec = SubscriptionSpec(id="a", source_uuid="s", tenant_id="t", wiki="w", title="A")
+    subs = {"a": SubscriptionView("a", spec, True, "running", "n", 0, None, None)}
+    same = SubscriptionStatus("a", "running", spec=spec.to_dict())
+    other = SubscriptionStatus("a", "running", spec={**spec.to_dict(), "quota": 5})
+    unknown = SubscriptionStatus("z", "running", spec={"id": "z"})
+    shared = poll_pages.sharing_specs(answer(), subs)
+    assert shared.subscriptions == ()
+    report = StatusReport(node_id="n", boot_id="b", attached=True, subscriptions=(same, other, unknown))
+    out = poll_pages.sharing_specs(report, subs).subscriptions
+    assert out == (same, other, unknown)                     # equal by value, as reported
+    assert out[0].spec is vars(spec) and out[1].spec is other.spec and out[2].spec is unknown.spec
