@@ -15,6 +15,8 @@ FRESH, BACKFILL = "fresh", "backfill"
 # a request needs at least this long before its window closes, or it waits for the next window:
 # one cut short at once would only be aborted and sent again
 MIN_REQUEST_S = 0.5
+# a window counts as covering a deadline when it is still open this long before it
+EDGE_S = 0.01
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,17 @@ def held_until(windows: Sequence[Window], index: int, skew: float) -> float:
             break
         end = nxt.end
     return end - skew
+
+
+def extended(budget: Budget | None, deadline: float, skew: float) -> float:
+    """Where a request granted until local time `deadline` must end now: later when a renewal of the
+    hold it runs under has arrived since it started (the hub plans renewals two polls ahead, so a
+    request's first deadline is often close), else `deadline` itself."""
+    if budget is None:
+        return deadline
+    ends = [held_until(budget.windows, i, skew) for i, w in enumerate(budget.windows)
+            if hub_clock.is_open(w.start, w.end, deadline - EDGE_S, skew)]
+    return max([deadline, *ends])
 
 
 def gate(budget: Budget | None, local: Local, now: float, skew: float, identity: str) -> Gate:

@@ -21,7 +21,6 @@ Requests use formatversion=2 and errorformat=plaintext (errors come as an `error
 """
 import email.utils
 import logging
-import socket
 import threading
 import time
 from dataclasses import dataclass
@@ -33,7 +32,7 @@ import requests
 from shared.hashing import wiki_key
 from shared.http import DEFAULT_TIMEOUT
 from shared.revisions.model import Revision
-from spawn import host_limiter
+from spawn import host_limiter, request_watch
 from spawn.host_limiter import Backoff, HostLimiter
 from spawn.upstream_budget import Demand, IdentityBudget, Permit
 from spawn.wiki_auth import IdentityAuth, LoginRefused, WikiAuth
@@ -142,13 +141,6 @@ def _plain(params: dict) -> dict:
     """A request of the login flow: the same JSON conventions, no query defaults."""
     base = {"format": "json", "formatversion": "2", "errorformat": "plaintext"}
     return {**base, "action": "query", **params}
-
-
-def _shut(sock) -> None:
-    try:
-        sock.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
 
 
 def _retry_after(value: str | None) -> float | None:
@@ -292,8 +284,10 @@ class MediaWikiClient:
             left = permit.deadline - self._wall_clock()
             if left <= 0:
                 raise WindowClosed()
+            # connecting must fit the window known now; the answer gets the whole read timeout, ended
+            # early only when the window really ends (spawn.request_watch)
             connect, read = timeout if isinstance(timeout, tuple) else (timeout, timeout)
-            timeout = (min(connect, left), min(read, left))
+            timeout = (min(connect, left), read)
         try:
             if permit is None:
                 resp = http.get(self.api_url, params=params, timeout=timeout)
@@ -304,10 +298,10 @@ class MediaWikiClient:
             logger.error("mediawiki.address_refused",
                          extra={"host": exc.host_port, "addresses": exc.addresses})
             raise AddressRefused(f"refused to connect: {exc}") from None
+        except WindowClosed:
+            self._on_request("window_closed")
+            raise
         except requests.RequestException as exc:
-            if permit is not None and self._wall_clock() >= permit.deadline - 0.05:
-                self._on_request("window_closed")
-                raise WindowClosed() from None
             self._on_request("transport")
             raise TransportError(f"{type(exc).__name__}: {exc}") from exc
         outcome = "ok"
@@ -321,23 +315,25 @@ class MediaWikiClient:
 
     def _within(self, http: requests.Session, params: dict, timeout, deadline: float, post: bool,
                 auth: IdentityAuth | None) -> requests.Response:
-        """The request, aborted at `deadline`: the timeouts bound the wait for its headers, and the
-        connection is shut if its body is still arriving then."""
+        """The request, its socket shut if the window it runs under ends first (renewals that arrive
+        meanwhile move that end); raises WindowClosed then, whatever the cut left of the answer."""
+        assert self.budget is not None
         headers = auth.headers() if auth is not None else {}
-        if post:        # a login's password travels in the body, never in a URL a server may log
-            resp = http.post(self.api_url, data=params, timeout=timeout, headers=headers, stream=True)
-        else:
-            resp = http.get(self.api_url, params=params, timeout=timeout, headers=headers, stream=True)
-        sock = getattr(getattr(resp.raw, "connection", None), "sock", None)
-        timer = threading.Timer(max(0.0, deadline - self._wall_clock()), _shut, (sock,)) if sock else None
-        if timer is not None:
-            timer.daemon = True
-            timer.start()
-        try:
-            resp.content        # reads the body now, under the timer
-        finally:
-            if timer is not None:
-                timer.cancel()
+        with request_watch.watched() as watch, \
+                request_watch.WindowEnd(deadline, self._wall_clock, self.budget.extended, watch.end):
+            try:
+                if post:        # a login's password travels in the body, never in a URL a server may log
+                    resp = http.post(self.api_url, data=params, timeout=timeout, headers=headers, stream=True)
+                else:
+                    resp = http.get(self.api_url, params=params, timeout=timeout, headers=headers, stream=True)
+                resp.content        # reads the body now, under the watch
+            except requests.RequestException:
+                # a connect timeout was cut to the window known at the start
+                if watch.cut or self._wall_clock() >= self.budget.extended(deadline) - 0.05:
+                    raise WindowClosed() from None
+                raise
+            if watch.cut:
+                raise WindowClosed()
         return resp
 
     @staticmethod

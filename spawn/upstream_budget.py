@@ -232,6 +232,11 @@ class IdentityBudget:
             self._set(in_flight=self._local.in_flight - 1, cooling=cooling)
             self._cond.notify_all()
 
+    def extended(self, deadline: float) -> float:
+        """Where a request granted until local time `deadline` must end, given the Budget now."""
+        with self._cond:
+            return rules.extended(self._usable(), deadline, self.skew_s)
+
     def _usable(self) -> Budget | None:
         """The Budget requests may start under: its windows are gone once given back or asked for."""
         budget = self.budget

@@ -20,6 +20,7 @@ from urllib3.util import connection
 from shared.errors import ConfigError
 from shared.http import make_session
 from shared.wiki_hosts import exactly_listed, internal_address
+from spawn import request_watch
 
 
 # product names of HTTP libraries and tools: a User-Agent led by one says nothing about who runs it
@@ -56,6 +57,12 @@ class _Checked(HTTPConnection):
     """Mixed into urllib3's connection classes (put first, its _new_conn overrides theirs); `allowlist`
     is set on the subclasses _adapter makes."""
     allowlist: tuple[str, ...] = ()
+
+    def request(self, *args, **kw) -> None:
+        # the socket of a request under a budget window, for spawn.request_watch to shut at its end
+        request_watch.attach(self.sock)
+        super().request(*args, **kw)
+        request_watch.attach(self.sock)
 
     def _new_conn(self) -> socket.socket:
         host = self.host.lower()

@@ -3,8 +3,8 @@ import math
 import pytest
 
 from shared.wire import Budget, Window
-from spawn.budget_rules import (BACKFILL, FRESH, Local, Ticket, charge, cluster_served, demand, gate, held_until,
-                                may_release, pick)
+from spawn.budget_rules import (BACKFILL, FRESH, Local, Ticket, charge, cluster_served, demand, extended, gate,
+                                held_until, may_release, pick)
 
 SKEW = 0.5
 W1 = Window(100.0, 160.0, 1, 2.0)
@@ -43,6 +43,23 @@ def test_gate(name, b, local, now, granted, wait_s, reason):
         assert g.deadline == 159.5 and g.slots == 1
     else:
         assert g.wait_s == pytest.approx(wait_s) and reason in g.reason
+
+
+EXTENDED = [
+    # name, budget, deadline granted at the start, where the request must end now
+    ("no budget any more", None, 159.5, 159.5),
+    ("unchanged", budget(W1), 159.5, 159.5),
+    ("the hold renewed in place", budget(Window(100.0, 175.0, 1, 2.0)), 159.5, 174.5),
+    ("a following window arrived", budget(W1, W2), 159.5, 219.5),
+    ("the next window is another node's (a gap)", budget(W1, Window(161.0, 220.0, 1, 2.0)), 159.5, 159.5),
+    ("the hold was given back", budget(), 159.5, 159.5),
+    ("a window elsewhere in time", budget(Window(300.0, 360.0, 1, 2.0)), 159.5, 159.5),
+]
+
+
+@pytest.mark.parametrize("name, b, deadline, end", EXTENDED, ids=[e[0] for e in EXTENDED])
+def test_extended(name, b, deadline, end):
+    assert extended(b, deadline, SKEW) == end
 
 
 def test_two_slots_let_a_second_request_start_and_not_a_third():

@@ -13,6 +13,7 @@ from shared.wire import Budget, Window
 from spawn.host_limiter import Cancelled, HostLimiter
 from spawn.mediawiki import MediaWikiClient
 from spawn.upstream_budget import BACKFILL, FRESH, RELEASE_IDLE_S, Demand, IdentityBudget
+from spawn.wiki_session import wiki_session
 
 SKEW = 0.0
 
@@ -184,22 +185,68 @@ class SlowOnce(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def test_a_request_cut_at_its_windows_end_is_sent_again_under_the_next_and_not_counted_as_a_failure():
+def slow_server():
+    SlowOnce.calls = []
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), SlowOnce)
     server.daemon_threads, server.block_on_close = True, False     # the slow answer is not waited for
     threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def paced_client(server, ib, outcomes, timeout=10.0):
+    session = wiki_session("bw-test/1.0 (https://example.org/bw; ops@example.org)",
+                           (f"127.0.0.1:{server.server_port}",))
+    return MediaWikiClient(session, f"http://127.0.0.1:{server.server_port}/api.php", limiter=HostLimiter(0),
+                           budget=ib, max_attempts=1, on_request=outcomes.append, timeout=timeout)
+
+
+def test_a_request_cut_at_its_windows_end_is_sent_again_under_the_next_and_not_counted_as_a_failure():
+    server = slow_server()
     try:
         now = time.time()
         ib = IdentityBudget("h", skew_s=SKEW)
         ib.apply(Budget(gen=1, wiki_host="h", slow_after_s=60.0,
                         windows=(Window(now - 1, now + 1.0, 1, 10.0), Window(now + 1.5, now + 30, 1, 10.0))))
         outcomes = []
-        client = MediaWikiClient(requests.Session(), f"http://127.0.0.1:{server.server_port}/api.php",
-                                 limiter=HostLimiter(0), budget=ib, max_attempts=1, on_request=outcomes.append)
-        page = client.resolve("Page")
+        page = paced_client(server, ib, outcomes).resolve("Page")
         assert page.page_id == 7 and outcomes == ["window_closed", "ok"]
         first, second = SlowOnce.calls
         assert second >= now + 1.5 and time.time() < first + 3.0     # cut at the end, not after the 3 s
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_request_runs_on_when_its_hold_is_renewed_while_it_waits_for_the_answer():
+    server = slow_server()
+    try:
+        now = time.time()
+        ib = IdentityBudget("h", skew_s=SKEW)
+        ib.apply(Budget(gen=1, wiki_host="h", slow_after_s=60.0, windows=(Window(now - 1, now + 1.0, 1, 10.0),)))
+        renewed = Budget(gen=2, wiki_host="h", slow_after_s=60.0, windows=(Window(now - 1, now + 30, 1, 10.0),))
+        threading.Timer(0.5, ib.apply, (renewed,)).start()      # the next poll, as the hub plans renewals
+        outcomes = []
+        page = paced_client(server, ib, outcomes).resolve("Page")
+        assert page.page_id == 7 and outcomes == ["ok"] and len(SlowOnce.calls) == 1
+        assert time.time() - SlowOnce.calls[0] >= 2.9               # the whole answer, not cut at now + 1
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_wiki_that_never_answers_within_a_renewed_window_is_a_read_timeout_not_a_closed_window():
+    from spawn.mediawiki import TransportError
+    server = slow_server()
+    try:
+        now = time.time()
+        ib = IdentityBudget("h", skew_s=SKEW)
+        ib.apply(Budget(gen=1, wiki_host="h", slow_after_s=60.0, windows=(Window(now - 1, now + 1.0, 1, 10.0),)))
+        renewed = Budget(gen=2, wiki_host="h", slow_after_s=60.0, windows=(Window(now - 1, now + 30, 1, 10.0),))
+        threading.Timer(0.5, ib.apply, (renewed,)).start()
+        outcomes = []
+        with pytest.raises(TransportError, match="ReadTimeout"):
+            paced_client(server, ib, outcomes, timeout=2.0).resolve("Page")
+        assert outcomes == ["transport"]
     finally:
         server.shutdown()
         server.server_close()
