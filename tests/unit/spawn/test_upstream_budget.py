@@ -217,14 +217,21 @@ def test_a_request_cut_at_its_windows_end_is_sent_again_under_the_next_and_not_c
         server.server_close()
 
 
+def renewed_while_in_flight() -> IdentityBudget:
+    """A hold ending 1 s from now, renewed to 30 s half a second later (the next poll, as the hub plans
+    renewals two polls ahead)."""
+    now = time.time()
+    ib = IdentityBudget("h", skew_s=SKEW)
+    ib.apply(Budget(gen=1, wiki_host="h", slow_after_s=60.0, windows=(Window(now - 1, now + 1.0, 1, 10.0),)))
+    renewed = Budget(gen=2, wiki_host="h", slow_after_s=60.0, windows=(Window(now - 1, now + 30, 1, 10.0),))
+    threading.Timer(0.5, ib.apply, (renewed,)).start()
+    return ib
+
+
 def test_a_request_runs_on_when_its_hold_is_renewed_while_it_waits_for_the_answer():
     server = slow_server()
     try:
-        now = time.time()
-        ib = IdentityBudget("h", skew_s=SKEW)
-        ib.apply(Budget(gen=1, wiki_host="h", slow_after_s=60.0, windows=(Window(now - 1, now + 1.0, 1, 10.0),)))
-        renewed = Budget(gen=2, wiki_host="h", slow_after_s=60.0, windows=(Window(now - 1, now + 30, 1, 10.0),))
-        threading.Timer(0.5, ib.apply, (renewed,)).start()      # the next poll, as the hub plans renewals
+        ib = renewed_while_in_flight()
         outcomes = []
         page = paced_client(server, ib, outcomes).resolve("Page")
         assert page.page_id == 7 and outcomes == ["ok"] and len(SlowOnce.calls) == 1
@@ -238,11 +245,7 @@ def test_a_wiki_that_never_answers_within_a_renewed_window_is_a_read_timeout_not
     from spawn.mediawiki import TransportError
     server = slow_server()
     try:
-        now = time.time()
-        ib = IdentityBudget("h", skew_s=SKEW)
-        ib.apply(Budget(gen=1, wiki_host="h", slow_after_s=60.0, windows=(Window(now - 1, now + 1.0, 1, 10.0),)))
-        renewed = Budget(gen=2, wiki_host="h", slow_after_s=60.0, windows=(Window(now - 1, now + 30, 1, 10.0),))
-        threading.Timer(0.5, ib.apply, (renewed,)).start()
+        ib = renewed_while_in_flight()
         outcomes = []
         with pytest.raises(TransportError, match="ReadTimeout"):
             paced_client(server, ib, outcomes, timeout=2.0).resolve("Page")
