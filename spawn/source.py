@@ -20,6 +20,7 @@ import logging
 import queue
 import threading
 import time
+from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from typing import Callable, Iterator
 
@@ -439,8 +440,19 @@ class DataSource:
         return [rev.rev_id for rev in self._stored_before(resume)][::-1]
 
     def _allowances(self) -> dict[Subscriber, int | None]:
-        """What each subscriber may take now (None = unlimited): spent when the batch is written."""
+        """What each subscriber may take now (None = unlimited)."""
         return {s: s.remaining() for s in self.subscribers()}
+
+    @contextmanager
+    def _pledged(self) -> Iterator[dict[Subscriber, int | None]]:
+        """What each subscriber may take of the batch decided now, spent when it is written
+        (Subscriber.pledge: a lease lowered meanwhile is not reported applied before that)."""
+        subs = self.subscribers()
+        try:
+            yield {s: s.pledge() for s in subs}
+        finally:
+            for s in subs:
+                s.settle()
 
     def _need(self, allowances: dict[Subscriber, int | None] | None = None) -> tuple[int | None, bool]:
         """(how many more revisions some subscriber wants, None = no bound; whether any wants content)."""
@@ -479,19 +491,19 @@ class DataSource:
             self._follow_move(batch)    # the resume point's own revision comes again: a move shows at once
             fresh = [r for r in batch
                      if resume is None or (r.timestamp, r.rev_id) > (resume.timestamp, resume.rev_id)]
-            allowances = self._allowances()
-            need, wants_content = self._need(allowances)
-            if need == 0 or (wants_content and not content):
-                return          # a content subscriber arrived: the next pass backfills, then goes on with content
-            if need is not None:
-                fresh = fresh[:need]
-            if not fresh:
-                continue
-            if self._stop.is_set():
-                raise Cancelled("stopped before writing")
-            self._write(fresh)
-            resume = ResumePoint(fresh[-1].rev_id, fresh[-1].timestamp)
-            self._delivered(fresh, allowances)
+            with self._pledged() as allowances:
+                need, wants_content = self._need(allowances)
+                if need == 0 or (wants_content and not content):
+                    return      # a content subscriber arrived: the next pass backfills, then goes on with content
+                if need is not None:
+                    fresh = fresh[:need]
+                if not fresh:
+                    continue
+                if self._stop.is_set():
+                    raise Cancelled("stopped before writing")
+                self._write(fresh)
+                resume = ResumePoint(fresh[-1].rev_id, fresh[-1].timestamp)
+                self._delivered(fresh, allowances)
         if self._need()[0] == 0:
             return          # stopped at the caps (no batch past them was requested): more may be there
         self.complete = self.had_history = True

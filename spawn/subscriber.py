@@ -40,6 +40,8 @@ class Subscriber:
         self._clock = clock
         self._lease: _Lease | None = None
         self._synced_gen = 0                # lease generation its count was last checked against storage at
+        # the lease in force when the source decided on a batch it is still writing (pledge .. settle)
+        self._pledged: _Lease | None = None
         self._lock = threading.Lock()
 
     @property
@@ -81,6 +83,19 @@ class Subscriber:
             self._lease = _Lease(gen, cap if old is None or gen > old.gen else old.cap, self._clock() + ttl_s)
             after = self.remaining()
             return after is None or (before is not None and after > before)
+
+    def pledge(self) -> int | None:
+        """remaining() now, for a batch the source is about to write and deliver with deliver(ids, it).
+        Until settle(), status() keeps showing the lease in force now: a lower cap arriving meanwhile must
+        not be confirmed to the hub, which would then count on that cap while this batch may exceed it."""
+        with self._lock:
+            self._pledged = self._lease
+            return self.remaining()
+
+    def settle(self) -> None:
+        """The pledged batch was delivered, or was not written at all."""
+        with self._lock:
+            self._pledged = None
 
     def mark_synced(self, gen: int) -> None:
         """Its count now includes every revision stored before the lease generation `gen` arrived."""
@@ -145,6 +160,9 @@ class Subscriber:
             if self.spec.leased:
                 now = self._clock()
                 held = self._lease
+                pledged = self._pledged
+                if held is not None and pledged is not None and pledged.gen != held.gen:
+                    held = pledged          # not applied yet as far as the hub may count on it
                 if held is not None:
                     lease = LeaseStatus(gen=held.gen, cap=held.cap, expires_in_s=round(held.expires_at - now, 3),
                                         synced=self._synced_gen >= held.gen, caught_up=caught_up)

@@ -107,6 +107,7 @@ def plan_grants(before: LeaseSnapshot, snap: Snapshot, live_ids: frozenset[str],
                                   by_tenant.get(tenant_id, {}), memory.dynamics, now, p)
         states.update(plan.states)
         reserved[tenant_id] = plan.reserved
+        _check(tenant, plan.reserved, snap, plan.states, "grants", before.states, {})
         for sid, (node, gen, cap) in plan.leases.items():
             # the deadline is absolute, in hub time: a poll that arrives late does not extend it
             leases.setdefault(node, {})[sid] = Lease(cap=cap, ttl_s=p.ttl_s, gen=gen, expires_at=now + p.ttl_s)
@@ -172,7 +173,27 @@ def learn(lease_round: LeaseRound, snap: Snapshot, reports: Mapping[str, StatusR
     for tenant_id, total in _reserved(snap, states, tenants).items():
         if lease_round.reserved.get(tenant_id, tenants[tenant_id].reserved) != total:
             changes.setdefault(tenant_id, {})["reserved"] = total
+        _check(tenants[tenant_id], total, snap, states, "learn", lease_round.states, entries)
     return Learnt(states, changes)
+
+
+def _check(tenant: TenantQuota, total: int, snap: Snapshot, states: Mapping[str, SubLease], where: str,
+           before: Mapping[str, SubLease], entries: Mapping[str, Mapping[str, SubscriptionStatus]]) -> None:
+    """Log the charges when a tenant's reserved total exceeds its quota: the arithmetic promises it never
+    does (docs/quotas.md), so this names each charge's parts, before and after, and what nodes reported."""
+    if tenant.quota is None or total <= tenant.quota:
+        return
+    parts = {}
+    for sid, st in states.items():
+        if st.tenant_id != tenant.id:
+            continue
+        sub = snap.subscriptions.get(sid)
+        parts[sid] = {"used": sub.revisions if sub is not None else None, "now": _parts(st),
+                      "was": _parts(before.get(sid)),
+                      "reports": {node: [e.revisions, *([e.lease.gen, e.lease.cap, e.lease.synced] if e.lease else [])]
+                                  for node, by_id in entries.items() if (e := by_id.get(sid)) is not None}}
+    logger.error("quota.over_reserved", extra={"tenant": tenant.id, "quota": tenant.quota, "reserved": total,
+                                               "where": where, "charges": parts})
 
 
 def _reserved(snap: Snapshot, states: Mapping[str, SubLease],
@@ -195,3 +216,11 @@ def _reported(entry: SubscriptionStatus) -> Reported:
                     quota=quota if isinstance(quota, int) and not isinstance(quota, bool) else None,
                     lease_gen=lease.gen if lease else None, lease_cap=lease.cap if lease else None,
                     synced=bool(lease and lease.synced), caught_up=bool(lease and lease.caught_up))
+
+
+def _parts(st: SubLease | None) -> dict | None:
+    """seen, floor, gen and {node: [gen, cap, held, confirmed, acked]}."""
+    if st is None:
+        return None
+    return {"seen": st.seen, "floor": st.floor, "gen": st.gen,
+            "holders": {n: [h.gen, h.cap, h.held, h.confirmed, h.acked] for n, h in st.holders.items()}}

@@ -93,7 +93,10 @@ def run(make_cluster, mediawiki, cassandra_session, keyspace, *, kill: bool):
           f"{ {t: (subs_now[t]['revisions'], stored[t]) for t in TITLES} }; "
           f"max over {watch.samples} samples: used {watch.max_used}, used+leased {watch.max_reserved}, "
           f"stored {watch.max_stored}")
-    # the hub's numbers
+    # the hub's numbers: its own check at every tick (the samples see only some), then the samples
+    over = [line for log in cluster.logs() for line in log.read_text(errors="replace").splitlines()
+            if "quota.over_reserved" in line]
+    assert not over, over[:3]
     assert 0.95 * QUOTA <= final["used"] <= QUOTA
     assert watch.max_used <= QUOTA and watch.max_reserved <= QUOTA
     # the store's, independently: each page holds exactly the prefix its subscription was delivered
