@@ -6,9 +6,15 @@ reads the wiki's history without content (500 revision ids per request) up to th
 the ids with the stored ones. Counts are not enough: MediaWiki 1.39's REST `history/counts/edits` caches a
 page's count and adds only the edits newer than the cached revision, so it misses imported revisions with
 old timestamps (measured on the writable test wiki: 2 after an import made the history 5).
+
+The same listing shows what revision deletion hid since the revisions were stored (user, comment, and the
+text through its sha1, which MediaWiki hides with it): visibility() says which stored fields to remove,
+and which revisions the wiki shows again.
 """
 from dataclasses import dataclass
 from typing import Iterable
+
+from shared.revisions.model import Revision
 
 
 def check_at(*, caught_up_at: float | None, last_checked: float | None, every_s: float) -> float | None:
@@ -40,3 +46,40 @@ def compare(stored: Iterable[int], wiki: Iterable[int]) -> Comparison:
     """The stored revision ids against the wiki's up to the same resume point."""
     stored_set, wiki_set = set(stored), set(wiki)
     return Comparison(tuple(sorted(wiki_set - stored_set)), tuple(sorted(stored_set - wiki_set)))
+
+
+@dataclass(frozen=True)
+class Hide:
+    """Fields of a stored revision the wiki now hides."""
+    rev_id: int
+    text: bool
+    comment: bool
+    user: bool
+
+
+@dataclass(frozen=True)
+class Visibility:
+    hide: tuple[Hide, ...]      # remove these fields from the store
+    show: tuple[int, ...]       # revisions with a field stored hidden that the wiki shows again: read again
+
+
+def _hidden(r: Revision) -> tuple[bool, bool, bool]:
+    # a listing without content says a hidden text only through its sha1, which is hidden with it
+    return r.text_hidden or r.sha1_hidden, r.comment_hidden, r.user_hidden
+
+
+def visibility(stored: Iterable[Revision], wiki: Iterable[Revision]) -> Visibility:
+    """Stored revisions against the wiki's listing of the same ids (either may hold ids the other lacks)."""
+    on_wiki = {r.rev_id: _hidden(r) for r in wiki}
+    hide, show = [], []
+    for r in stored:
+        now = on_wiki.get(r.rev_id)
+        if now is None:
+            continue
+        was = _hidden(r)
+        newly = tuple(n and not w for n, w in zip(now, was))
+        if any(newly):
+            hide.append(Hide(r.rev_id, *newly))
+        if any(w and not n for n, w in zip(now, was)):
+            show.append(r.rev_id)
+    return Visibility(tuple(sorted(hide, key=lambda h: h.rev_id)), tuple(sorted(show)))

@@ -26,6 +26,10 @@ class SpawnMetrics:
         self.revisions_repaired = Counter("bw_spawn_revisions_repaired",
                                           "Revisions missing from the store found by a history check and written",
                                           ["wiki"], registry=r)
+        self.visibility_changes = Counter("bw_spawn_revision_visibility_changes",
+                                          "Stored revisions whose fields revision deletion hid (hidden) or "
+                                          "showed again (shown), found by a history check", ["wiki", "change"],
+                                          registry=r)
         self.detaches = Counter("bw_spawn_detaches", "Times this node detached after hub silence", registry=r)
         self.sources = Gauge("bw_spawn_sources", "Running data sources", registry=r)
         self.subscribers = Gauge("bw_spawn_subscribers", "Subscribers held", registry=r)

@@ -22,7 +22,7 @@ import threading
 import time
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from shared.revisions.model import PageState, ResumePoint, Revision
 from shared.revisions.store import RevisionStore, StoreError
@@ -350,20 +350,15 @@ class DataSource:
             return
         last = (state.latest_timestamp, state.latest_rev_id)
         on_wiki = [r for old in self._history_until(last) for r in old]
-        found = completeness.compare((r.rev_id for r in self.store.history(host, page_id)),
-                                     (r.rev_id for r in on_wiki))
+        stored = list(self.store.history(host, page_id))
+        found = completeness.compare((r.rev_id for r in stored), (r.rev_id for r in on_wiki))
         where = {"title": self.title, "page_id": page_id, "wiki": host}
+        self._apply_visibility(completeness.visibility(stored, on_wiki), on_wiki, last, where)
         if found.missing:
             self.proven = False
             logger.warning("source.history_repair", extra={**where, "missing": len(found.missing),
                                                            "extra": len(found.extra)})
-            if self._stop.is_set():
-                raise Cancelled("stopped before writing")
-            if self._need()[1]:
-                self._rewrite(last, content=True)
-            else:
-                missing = set(found.missing)
-                self._write([r for r in on_wiki if r.rev_id in missing])
+            self._write_again(found.missing, on_wiki, last)
             self.metrics.revisions_repaired.labels(wiki=host).inc(len(found.missing))
             self._load(self.store.page(host, page_id))
         if found.extra:
@@ -371,6 +366,32 @@ class DataSource:
         outcome = "equal" if found.equal else "repaired" if found.complete_after_repair else "differs"
         self.metrics.history_checks.labels(wiki=host, outcome=outcome).inc()
         self._checked_at, self.proven = now, found.complete_after_repair
+
+    def _write_again(self, rev_ids: Iterable[int], on_wiki: list[Revision], last: tuple[datetime, int]) -> None:
+        """Write these revisions of the wiki's listing; with their texts (the stored range read again with
+        content) when a subscriber wants content."""
+        if self._stop.is_set():
+            raise Cancelled("stopped before writing")
+        if self._need()[1]:
+            self._rewrite(last, content=True)
+        else:
+            wanted = set(rev_ids)
+            self._write([r for r in on_wiki if r.rev_id in wanted])
+
+    def _apply_visibility(self, vis: completeness.Visibility, on_wiki: list[Revision],
+                          last: tuple[datetime, int], where: dict) -> None:
+        """Revision deletion seen by the history check: hidden fields leave every stored copy; revisions the
+        wiki shows again are written again (with their texts, read again, when a subscriber wants content)."""
+        host = self.client.host
+        for h in vis.hide:
+            self.store.hide_revision_fields(host, h.rev_id, text=h.text, comment=h.comment, user=h.user)
+        if vis.show:
+            self._write_again(vis.show, on_wiki, last)
+        if vis.hide or vis.show:
+            logger.info("source.visibility", extra={**where, "hidden": [h.rev_id for h in vis.hide],
+                                                    "shown": list(vis.show)})
+            self.metrics.visibility_changes.labels(wiki=host, change="hidden").inc(len(vis.hide))
+            self.metrics.visibility_changes.labels(wiki=host, change="shown").inc(len(vis.show))
 
     def _until_check(self) -> float | None:
         """Seconds until the history's next comparison with the wiki's (None: none planned)."""

@@ -180,6 +180,7 @@ class RevisionStoreContract:
         got = {r.rev_id: r for r in store.history(wiki, 13)}[target.rev_id]
         assert (got.user, got.user_id, got.comment) == (None, None, None)
         assert (got.user_hidden, got.comment_hidden, got.text_hidden) == (True, True, True)
+        assert (got.sha1, got.sha1_hidden) == (None, True)         # hidden with the text, as MediaWiki does
         assert store.content(wiki, target.rev_id) is None
         assert store.content(wiki, shown.rev_id) == shown.content
         assert [store.content(wiki, r.rev_id) for r in revisions if r is not target] == \

@@ -81,7 +81,8 @@ _CQL = {
     "where": "SELECT page_id, rev_ts FROM {ks}.revisions_by_id WHERE wiki = ? AND rev_id = ?",
     "row": "SELECT user_text, tags FROM {ks}.revisions_by_page "
            "WHERE wiki = ? AND page_id = ? AND month = ? AND rev_ts = ? AND rev_id = ?",
-    "hide_text": "UPDATE {ks}.revisions_by_page SET text_hidden = true "
+    # MediaWiki hides a text's sha1 with it: the digest would tell whether a guess is the hidden text
+    "hide_text": "UPDATE {ks}.revisions_by_page SET text_hidden = true, sha1 = null, sha1_hidden = true "
                  "WHERE wiki = ? AND page_id = ? AND month = ? AND rev_ts = ? AND rev_id = ?",
     "hide_comment": "UPDATE {ks}.revisions_by_page SET comment = null, comment_hidden = true "
                     "WHERE wiki = ? AND page_id = ? AND month = ? AND rev_ts = ? AND rev_id = ?",
@@ -398,6 +399,7 @@ class CassandraRevisionStore:
         statements = []
         if text:
             remove_text(ps, self._run, self._session.execute, wiki, rev_id)
+            self._texts.forget_page(wiki, where.page_id)     # its group may have been rebuilt around another text
             statements.append((ps["hide_text"], key))
         if comment:
             statements.append((ps["hide_comment"], key))

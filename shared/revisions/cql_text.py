@@ -150,7 +150,8 @@ def _group_of(grp: int, rows: list) -> Group | None:
     dictionary = next((row for row in rows if row.blob == DICTIONARY_BLOB and row.body), None)
     if dictionary is None:
         return None
-    return Group.from_dictionary(grp, dictionary.body, sum(1 for row in rows if row.blob and row.body))
+    return Group.from_dictionary(grp, dictionary.body, sum(1 for row in rows if row.blob and row.body),
+                                 dictionary.base)
 
 
 def read_text(ps: dict, read: Callable, wiki: str, rev_id: int) -> str | None:

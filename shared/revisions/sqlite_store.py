@@ -163,7 +163,8 @@ class SQLiteRevisionStore:
                     return False
                 if text:
                     conn.execute("DELETE FROM revision_content WHERE wiki = ? AND rev_id = ?", (wiki, rev_id))
-                    conn.execute("UPDATE revisions SET text_hidden = 1 WHERE wiki = ? AND rev_id = ?", (wiki, rev_id))
+                    conn.execute("UPDATE revisions SET text_hidden = 1, sha1 = NULL, sha1_hidden = 1 "
+                                 "WHERE wiki = ? AND rev_id = ?", (wiki, rev_id))
                 if comment:
                     conn.execute("UPDATE revisions SET comment = NULL, comment_hidden = 1 "
                                  "WHERE wiki = ? AND rev_id = ?", (wiki, rev_id))

@@ -52,11 +52,18 @@ class Group:
     anchor: bytes                     # the anchor's UTF-8 text (the dictionary)
     dictionary_size: int              # bytes of its compressed dictionary row
     blobs: int                        # distinct texts stored in it
+    # blob id of the anchor: the group's id, until revision deletion rebuilt it around another text
+    base: int | None = None
     _compressor: zstandard.ZstdCompressor | None = field(default=None, repr=False, compare=False)
 
     @classmethod
-    def from_dictionary(cls, grp: int, dictionary_body: bytes, blobs: int) -> "Group":
-        return cls(grp, zstandard.ZstdDecompressor().decompress(dictionary_body), len(dictionary_body), blobs)
+    def from_dictionary(cls, grp: int, dictionary_body: bytes, blobs: int, base: int | None = None) -> "Group":
+        return cls(grp, zstandard.ZstdDecompressor().decompress(dictionary_body), len(dictionary_body), blobs,
+                   base)
+
+    @property
+    def anchor_id(self) -> int:
+        return self.grp if self.base is None else self.base
 
     def compress(self, text: bytes) -> bytes:
         if self._compressor is None:
@@ -130,7 +137,7 @@ def _store(plan: Plan, rev_id: int, raw: bytes) -> tuple[int, int]:
     if group is not None:
         frame = group.compress(raw)
         if group.fits(frame):
-            plan.blobs.append(Blob(group.grp, rev_id, group.grp, CODEC_BLOB, frame))
+            plan.blobs.append(Blob(group.grp, rev_id, group.anchor_id, CODEC_BLOB, frame))
             group.blobs += 1
             return group.grp, rev_id
     dictionary = compress_dictionary(raw)
@@ -149,7 +156,7 @@ def rebuild_group(grp: int, texts: Mapping[int, str]) -> list[Blob]:
         return []
     base = min(texts)
     anchor = texts[base].encode("utf-8")
-    group = Group(grp, anchor, 0, 0)
+    group = Group(grp, anchor, 0, 0, base)
     rows = [Blob(grp, DICTIONARY_BLOB, base, CODEC_DICTIONARY, compress_dictionary(anchor))]
     rows += [Blob(grp, blob, base, CODEC_BLOB, group.compress(texts[blob].encode("utf-8"))) for blob in sorted(texts)]
     return rows

@@ -66,3 +66,34 @@ def test_revisions_imported_with_old_timestamps_are_found_repaired_and_the_subsc
         newest = admin.edit(title, "after the import")          # the harvest goes on from the same resume point
         wait_for(lambda: status(registry, "s1").last_rev_id == newest, 30, "the next edit")
     assert stored_ids(store, wiki, page_id) == sorted(rev_ids(admin, title))
+
+
+@pytest.mark.parametrize("content", [False, True], ids=["metadata", "content"])
+def test_fields_hidden_by_revision_deletion_leave_the_store_and_come_back_when_shown(
+        spawn_config, store, admin, writable_wiki, content):
+    api, wiki = writable_wiki.api_url, wiki_key(writable_wiki.api_url)
+    title = new_page(admin, writable_wiki, 3)
+    page_id = int(page_of(admin, title)["pageid"])
+    config = replace(spawn_config, revisit_min_s=0.3, revisit_max_s=CHECK_S)
+    first = sorted(rev_ids(admin, title))[0]      # not the current revision: MediaWiki refuses to hide its text
+
+    def stored() -> tuple:
+        r = next(r for r in store.history(wiki, page_id) if r.rev_id == first)
+        return r.user, r.comment, r.sha1, r.user_hidden, r.comment_hidden, r.text_hidden, store.content(wiki, first)
+
+    with recorded_registry(config, writable_wiki.session(), store) as (registry, _):
+        registry.upsert(spec(api, "s1", title, content=content))
+        wait_for(lambda: status(registry, "s1").complete is True, 60, "the history, compared once")
+        before = stored()
+        assert before[0] and before[1] is not None and before[2] and before[3:6] == (False, False, False)
+        assert (before[6] is not None) is content
+
+        admin.revisiondelete([first], hide=("content", "comment", "user"))
+        wait_for(lambda: stored()[3:6] == (True, True, True), 30, "the hidden fields removed")
+        assert stored()[:3] == (None, None, None) and stored()[6] is None
+        user = before[0]
+        assert first not in {r.rev_id for r in store.revisions(wiki) if r.user == user}
+
+        admin.revisiondelete([first], hide=(), show=("content", "comment", "user"))
+        wait_for(lambda: stored() == before, 30, "the fields shown again")
+        assert status(registry, "s1").revisions == 3 and status(registry, "s1").complete is True

@@ -76,3 +76,15 @@ def test_rebuild_group_keeps_ids_and_anchors_on_the_lowest(keep, base):
 def test_dictionary_round_trip():
     body = compress_dictionary(BASE.encode())
     assert Group.from_dictionary(1, body, 0).anchor == BASE.encode()
+
+
+def test_a_text_added_to_a_group_rebuilt_around_another_anchor_is_made_with_that_anchor():
+    first = plan_texts(edits(3), {}, None)              # group 100, anchored on 100
+    texts = {p.rev_id: t.text for p, t in zip(first.pointers, edits(3)) if p.rev_id != 100}
+    rows = rebuild_group(100, texts)                    # 100's text hidden: anchored on 101 now
+    dictionary = rows[0]
+    group = Group.from_dictionary(100, dictionary.body, len(rows) - 1, dictionary.base)
+    later = plan_texts([TextInput(100, edits(3)[0].text)], {}, group)   # the text shown again
+    (blob,) = later.blobs
+    assert (blob.grp, blob.base) == (100, 101)
+    assert decode(dictionary.body, blob.body) == edits(3)[0].text

@@ -68,6 +68,20 @@ class MemoryStore:
                 self.deleted.add((wiki, page_id))
             return bool(keys)
 
+    def hide_revision_fields(self, wiki, rev_id, *, text=False, comment=False, user=False):
+        with self._lock:
+            r = self.rows.get((wiki, rev_id))
+            if r is None:
+                return False
+            if text:
+                r = replace(r, content=None, text_hidden=True, sha1=None, sha1_hidden=True)
+            if comment:
+                r = replace(r, comment=None, comment_hidden=True)
+            if user:
+                r = replace(r, user=None, user_id=None, user_hidden=True)
+            self.rows[(wiki, rev_id)] = r
+            return True
+
     def mark_restored(self, wiki, page_id):
         self.deleted.discard((wiki, page_id))
 

@@ -5,6 +5,7 @@ from datetime import timedelta
 
 import pytest
 
+from spawn.completeness import Hide, visibility
 from spawn.metrics import SpawnMetrics
 from spawn.source import DataSource
 from spawn.subscriber import Subscriber
@@ -89,3 +90,67 @@ def test_the_check_timer_lists_the_history_without_asking_for_new_revisions():
     asked = len(wiki.calls)
     src.run_once(check_only=True)
     assert wiki.calls[asked:] == [("revisions", None, False)] and checks(metrics, "equal") == 1
+
+
+def hidden(r, *, text=False, comment=False, user=False):
+    """The revision as a listing without content shows it once revision deletion hid these fields."""
+    if text:
+        r = replace(r, sha1=None, sha1_hidden=True, content=None)
+    if comment:
+        r = replace(r, comment=None, comment_hidden=True)
+    if user:
+        r = replace(r, user=None, user_id=None, user_hidden=True)
+    return r
+
+
+REVS = make_revisions(3)
+VISIBILITY = [
+    # name, stored, on the wiki, fields to remove, revisions to read again
+    ("nothing changed", REVS, REVS, (), ()),
+    ("a comment and a user hidden", REVS, [REVS[0], hidden(REVS[1], comment=True, user=True), REVS[2]],
+     (Hide(REVS[1].rev_id, text=False, comment=True, user=True),), ()),
+    ("a text hidden shows as its sha1", REVS, [hidden(REVS[0], text=True), *REVS[1:]],
+     (Hide(REVS[0].rev_id, text=True, comment=False, user=False),), ()),
+    ("stored with content, text_hidden", [replace(REVS[0], text_hidden=True, sha1=None, sha1_hidden=True)],
+     [hidden(REVS[0], text=True)], (), ()),
+    ("one more field hidden later", [hidden(REVS[0], comment=True)], [hidden(REVS[0], comment=True, user=True)],
+     (Hide(REVS[0].rev_id, text=False, comment=False, user=True),), ()),
+    ("shown again", [hidden(REVS[0], text=True, user=True)], [REVS[0]], (), (REVS[0].rev_id,)),
+    ("one shown, another hidden at once", [hidden(REVS[0], comment=True)], [hidden(REVS[0], user=True)],
+     (Hide(REVS[0].rev_id, text=False, comment=False, user=True),), (REVS[0].rev_id,)),
+    ("ids on one side only are the comparison's", REVS[:1], REVS[1:], (), ()),
+]
+
+
+@pytest.mark.parametrize("name, stored, wiki, hide, show", VISIBILITY, ids=[v[0] for v in VISIBILITY])
+def test_visibility(name, stored, wiki, hide, show):
+    found = visibility(stored, wiki)
+    assert (found.hide, found.show) == (hide, show)
+
+
+def visibility_changes(metrics: SpawnMetrics, change: str) -> float:
+    return metrics.registry.get_sample_value("bw_spawn_revision_visibility_changes_total",
+                                             {"wiki": "wiki.test", "change": change}) or 0
+
+
+@pytest.mark.parametrize("content", [False, True], ids=["metadata", "content"])
+def test_fields_the_wiki_hides_later_leave_the_store_at_the_next_check_and_come_back_when_shown(content):
+    src, sub, wiki, store, clock, metrics = source(content)
+    src.run_once()
+    a, b = wiki.history[4], wiki.history[5]
+    wiki.history[4:6] = [hidden(a, comment=True, user=True), hidden(b, text=True)]
+    clock.advance(EVERY)
+    src.run_once()
+    got_a, got_b = store.rows[("wiki.test", a.rev_id)], store.rows[("wiki.test", b.rev_id)]
+    assert (got_a.comment, got_a.user, got_a.comment_hidden, got_a.user_hidden) == (None, None, True, True)
+    assert (got_b.sha1, got_b.text_hidden, store.content("wiki.test", b.rev_id)) == (None, True, None)
+    assert visibility_changes(metrics, "hidden") == 2 and src.proven is True and sub.status().revisions == 20
+
+    wiki.history[4:6] = [a, b]                      # shown again
+    clock.advance(EVERY)
+    src.run_once()
+    assert store.rows[("wiki.test", a.rev_id)].comment == a.comment
+    assert store.rows[("wiki.test", b.rev_id)].sha1 == b.sha1
+    if content:
+        assert store.content("wiki.test", b.rev_id) == f"text of {b.rev_id}"
+    assert visibility_changes(metrics, "shown") == 2 and sub.status().revisions == 20
