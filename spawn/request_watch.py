@@ -99,6 +99,7 @@ class WindowEnd:
         self._timer.start()
 
     def _fire(self) -> None:
+        # under the lock: once __exit__ returned, nothing shuts a socket the pool may have handed on
         with self._lock:
             if self._stopped:
                 return
@@ -107,7 +108,7 @@ class WindowEnd:
                 self._deadline = later
                 self._arm()
                 return
-        self._on_end()
+            self._on_end()
 
 
 def _shut(sock: socket.socket) -> None:
