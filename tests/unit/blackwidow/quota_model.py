@@ -1,7 +1,8 @@
 """A small world to test the lease arithmetic against: the hub's tick around blackwidow.quota.arithmetic (its durable
 state, its memory, routing over the nodes it thinks live), spawns that follow the protocol of
 spawn/subscriber.py and spawn/registry.py (generations, refusal, expiry on their own clock, counts as
-prefixes of the stored history), a revision store, and a network that loses, delays (within the margin),
+prefixes of the stored history, batches whose write spans polls reported under the lease they were decided
+under), a revision store, and a network that loses, delays (within the margin),
 duplicates and reorders polls and loses answers. Processes crash and restart; the hub restarts too.
 
 Everything is driven by one random.Random, so a seed replays a run exactly.
@@ -25,6 +26,10 @@ class SubOnNode:
     cap: int = 0
     expires_at: float = -1.0
     synced_gen: int = 0
+    # a batch decided under the lease (gen, cap) in force then, written and delivered at a later step, as
+    # a source's store write spans polls (Subscriber.pledge/settle): its size and that lease
+    pending: int = 0
+    pledged: tuple[int, int] | None = None
 
 
 @dataclass
@@ -151,26 +156,38 @@ class World:
         for sid in list(proc.subs):
             if sid not in msg.assigned and (not self.faults or self.rng.random() < 0.7):    # the hub's DROP
                 self.remove(proc, sid)
-        return proc.boot * 1000 + proc.detaches, {
-            sid: Reported(count=s.count, running=True, lease_gen=s.gen or None, lease_cap=s.cap if s.gen else None,
-                          synced=bool(s.gen) and s.synced_gen >= s.gen, caught_up=s.count >= self.pages[sid])
-            for sid, s in proc.subs.items()}
+        return proc.boot * 1000 + proc.detaches, {sid: self.reported(sid, s) for sid, s in proc.subs.items()}
+
+    def reported(self, sid: str, s: SubOnNode) -> Reported:
+        # while a pledged batch is pending, the lease it was decided under is the one reported
+        gen, cap = s.pledged if s.pledged is not None else (s.gen, s.cap)
+        return Reported(count=s.count, running=True, lease_gen=gen or None, lease_cap=cap if gen else None,
+                        synced=bool(gen) and s.synced_gen >= gen, caught_up=s.count >= self.pages[sid])
 
     def remove(self, proc: Process, sid: str) -> None:
         sub = proc.subs.pop(sid)
+        if sub.pending:             # the write ends; nobody is left to deliver it to
+            self.stored[sid] = max(self.stored[sid], sub.count + sub.pending)
         proc.past[sid] = sub.count
         if sub.gen:
             proc.refused[sid] = max(proc.refused.get(sid, 0), sub.gen)
 
     def harvest(self, proc: Process) -> None:
         for sid, sub in proc.subs.items():
+            if sub.pending:                          # the pledged batch is written and delivered now
+                sub.count += sub.pending
+                self.stored[sid] = max(self.stored[sid], sub.count)
+                sub.pending, sub.pledged = 0, None
+                continue
             if self.now >= sub.expires_at:
                 continue                             # no valid lease: nothing more
             if sub.synced_gen < sub.gen:             # a pass starts: the count is read from storage
                 sub.count = max(sub.count, min(sub.cap, self.stored[sid]))
                 sub.synced_gen = sub.gen
             k = min(sub.cap - sub.count, self.pages[sid] - sub.count, self.rng.randint(0, 6))
-            if k > 0:
+            if k > 0 and self.rng.random() < 0.5:   # a write that spans the next polls
+                sub.pending, sub.pledged = k, (sub.gen, sub.cap)
+            elif k > 0:
                 sub.count += k
                 self.stored[sid] = max(self.stored[sid], sub.count)
 
@@ -202,7 +219,10 @@ class World:
         r = self.rng.random()
         node = self.rng.choice(self.nodes)
         if r < 0.004 and self.procs[node] is not None:
-            self.procs[node] = None                              # kill -9
+            for sid, sub in self.procs[node].subs.items():      # kill -9: a write in progress may have landed
+                if sub.pending:
+                    self.stored[sid] = max(self.stored[sid], sub.count + sub.pending)
+            self.procs[node] = None
         elif r < 0.02 and self.procs[node] is None:
             self.boots[node] += 1                                # restart, register again
             self.procs[node] = Process(boot=self.boots[node], last_poll=self.now)

@@ -197,4 +197,6 @@ def test_without_faults_a_tight_quota_is_used_exactly_and_evenly(seed):
     for _ in range(int(60 / STEP_S)):
         world.step()
     assert sum(world.stored.values()) == 200
-    assert sorted(world.stored.values()) == [33, 33, 33, 33, 34, 34]
+    # even within a batch: one decided under a cap that was lowered to the fair level while it was being
+    # written is still delivered (the hub keeps the old cap charged until then)
+    assert max(world.stored.values()) - min(world.stored.values()) <= 2, world.stored
