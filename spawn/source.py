@@ -353,12 +353,15 @@ class DataSource:
         stored = list(self.store.history(host, page_id))
         found = completeness.compare((r.rev_id for r in stored), (r.rev_id for r in on_wiki))
         where = {"title": self.title, "page_id": page_id, "wiki": host}
-        self._apply_visibility(completeness.visibility(stored, on_wiki), on_wiki, last, where)
+        shown = self._apply_visibility(completeness.visibility(stored, on_wiki), where)
         if found.missing:
             self.proven = False
             logger.warning("source.history_repair", extra={**where, "missing": len(found.missing),
                                                            "extra": len(found.extra)})
-            self._write_again(found.missing, on_wiki, last)
+        if found.missing or shown:
+            # one write for both: with content it reads the whole stored range again
+            self._write_again({*found.missing, *shown}, on_wiki, last)
+        if found.missing:
             self.metrics.revisions_repaired.labels(wiki=host).inc(len(found.missing))
             self._load(self.store.page(host, page_id))
         if found.extra:
@@ -378,20 +381,18 @@ class DataSource:
             wanted = set(rev_ids)
             self._write([r for r in on_wiki if r.rev_id in wanted])
 
-    def _apply_visibility(self, vis: completeness.Visibility, on_wiki: list[Revision],
-                          last: tuple[datetime, int], where: dict) -> None:
-        """Revision deletion seen by the history check: hidden fields leave every stored copy; revisions the
-        wiki shows again are written again (with their texts, read again, when a subscriber wants content)."""
+    def _apply_visibility(self, vis: completeness.Visibility, where: dict) -> tuple[int, ...]:
+        """Revision deletion seen by the history check: hidden fields leave every stored copy. Returns the
+        revisions the wiki shows again, for the caller to write again."""
         host = self.client.host
         for h in vis.hide:
             self.store.hide_revision_fields(host, h.rev_id, text=h.text, comment=h.comment, user=h.user)
-        if vis.show:
-            self._write_again(vis.show, on_wiki, last)
         if vis.hide or vis.show:
             logger.info("source.visibility", extra={**where, "hidden": [h.rev_id for h in vis.hide],
                                                     "shown": list(vis.show)})
             self.metrics.visibility_changes.labels(wiki=host, change="hidden").inc(len(vis.hide))
             self.metrics.visibility_changes.labels(wiki=host, change="shown").inc(len(vis.show))
+        return vis.show
 
     def _until_check(self) -> float | None:
         """Seconds until the history's next comparison with the wiki's (None: none planned)."""
