@@ -54,10 +54,12 @@ def _names_sent(case, op) -> set:
         names.add(None)
     for param in op.definition.raw.get("parameters", []):
         names.add(param["name"])
-    ref = op.definition.raw.get("requestBody", {}).get("content", {}).get("application/json", {}) \
-        .get("schema", {}).get("$ref")
-    if ref:
-        names |= set(op.schema.raw_schema["components"]["schemas"][ref.rsplit("/", 1)[1]]["properties"])
+    schema = op.definition.raw.get("requestBody", {}).get("content", {}).get("application/json", {}) \
+        .get("schema", {})
+    # one body schema, or several (POST /v1/subscriptions: one article, or kind pages)
+    for ref in [schema.get("$ref"), *(s.get("$ref") for s in schema.get("oneOf", []))]:
+        if ref:
+            names |= set(op.schema.raw_schema["components"]["schemas"][ref.rsplit("/", 1)[1]]["properties"])
     return names
 
 
