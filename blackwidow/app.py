@@ -10,6 +10,7 @@ from blackwidow.auth import HubAuth
 from blackwidow.db import SessionMiddleware, make_sessionmaker
 from blackwidow.api_metrics import MetricsMiddleware
 from blackwidow.resources.dashboard import DashboardPageResource, DashboardResource, RootResource
+from blackwidow.resources.feeds import FeedsResource
 from blackwidow.resources.health import HealthResource
 from blackwidow.resources.identities import IdentitiesResource
 from blackwidow.resources.metrics import MetricsResource
@@ -43,6 +44,7 @@ def create_app(config: HubConfig, *, sessionmaker: Sessionmaker, metrics_port: i
     app.add_route("/v1/subscriptions/{sub_id:uuid}", subscriptions, suffix="item")
 
     nodes = NodesResource(config)
+    app.add_route("/v1/feeds", FeedsResource())
     app.add_route("/v1/nodes", nodes)
     app.add_route("/v1/nodes/{node_id:uuid}", nodes, suffix="item")
 

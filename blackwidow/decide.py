@@ -151,6 +151,8 @@ def status_changes(snap: Snapshot, reports: Mapping[str, StatusReport]) -> dict[
                 "page_key": reported.page_key or sub.page_key,
                 # unknown (a restarted spawn that has not checked yet, or an older one) keeps what was proven
                 "complete": sub.complete if reported.complete is None else reported.complete,
+                # caught up past every change the feed routed to it (blackwidow.feed_plan)
+                "settled": sub.settled if reported.settled is None else reported.settled,
             }
             if reported.state in NODE_REPORTED:
                 values["state"] = reported.state

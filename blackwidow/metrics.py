@@ -33,6 +33,12 @@ class SchedulerMetrics:
         self.tick_errors = Counter("bw_hub_tick_errors", "Ticks that failed to record their outcome", registry=r)
         self.live_nodes = Gauge("bw_hub_live_nodes", "Live nodes after the last tick", registry=r)
         self.leader = Gauge("bw_hub_scheduler_leader", "1 while this scheduler process holds the lock", registry=r)
+        self.feed_lag = Gauge("bw_hub_feed_lag_seconds", "Seconds between now and a wiki's feed watermark (every "
+                              "change before it was read and delivered)", ["wiki"], registry=r)
+        self.feed_changes = Counter("bw_hub_feed_changes", "Changed pages read from a wiki's feed and routed",
+                                    ["wiki"], registry=r)
+        self.feed_gaps = Counter("bw_hub_feed_gaps", "Spans a wiki's feed no longer covered (its pages were "
+                                 "checked one by one)", ["wiki"], registry=r)
         self.keepalives = Counter("bw_hub_keepalives", "Keepalives sent to nodes between polls, by result (ok, "
                                   "failed)", ["result"], registry=r)
 

@@ -70,6 +70,10 @@ class Subscription(Base):
     last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
     # reported by its spawn: the stored history proven equal to the wiki's (False: differs; None: unknown)
     complete: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+    # reported by its spawn: caught up past every change the feed routed to it (None: unknown); while
+    # settled the wiki feed's watermark holds for it, else `watermark`, the one it had when it last was
+    settled: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+    watermark: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     node_id: Mapped[str | None] = mapped_column(String(36), nullable=True)   # where it is assigned now
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False, default=utcnow,
@@ -236,3 +240,22 @@ class IdentityWindow(Base):
     node_id: Mapped[str] = mapped_column(String(36), nullable=False)
     rate_per_s: Mapped[float] = mapped_column(Float, nullable=False)
     gen: Mapped[int] = mapped_column(BigInteger, nullable=False)      # the identity's gen when last written
+
+
+class WikiFeed(Base):
+    """One wiki's change feed as the scheduler follows it (docs/coordination.md, "The change feed"): the
+    position every change up to which was routed and delivered, and the watermark it proves."""
+    __tablename__ = "wiki_feeds"
+
+    wiki: Mapped[str] = mapped_column(String(2048), primary_key=True)     # canonical api.php URL
+    position: Mapped[str | None] = mapped_column(String(40), nullable=True)   # "<YYYYmmddHHMMSS>|<rcid>"
+    # the wiki's clock up to which no change is unread and every change read was delivered
+    watermark: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    reader: Mapped[str | None] = mapped_column(String(36), nullable=True)     # the node reading it
+    reported_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    changes: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
+    gaps: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    last_gap: Mapped[str | None] = mapped_column(Text, nullable=True)       # "start/end", ISO
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False, default=utcnow,
+                                                 onupdate=utcnow)

@@ -58,7 +58,30 @@ SCHEMAS = {
                      "undeletion, a history merge or an import with old timestamps). Checked once the history "
                      "is caught up, then once per longest revisit interval. false: the store holds revisions "
                      "the wiki no longer shows; null: not checked yet."},
+        "settled": {"type": "boolean", "nullable": True, "readOnly": True,
+                    "description": "Its node has the page's history up to now and no change the wiki's feed "
+                    "routed to it is waiting (null: not reported yet)."},
+        "watermark": {**_NULL_TS, "readOnly": True,
+                      "description": "Freshness watermark: every revision of the page up to this time (the "
+                      "wiki's clock) is known to be stored. While settled it is its wiki feed's watermark "
+                      "(GET /v1/feeds); while its node catches up, the one it had when last settled. null: "
+                      "its wiki's feed is not followed (BW_FEED_INTERVAL_S=0) or not read yet."},
         "created_at": _TS, "updated_at": _TS}),
+    "Feed": _obj({
+        "wiki": {"type": "string", "description": "The wiki's api.php URL."},
+        "position": {"type": "string", "nullable": True,
+                     "description": "`<YYYYmmddHHMMSS>|<rcid>` of the last recentchanges entry whose changes were "
+                     "routed to the nodes fetching those pages and delivered."},
+        "watermark": {**_NULL_TS, "description": "Nothing before this time (the wiki's clock) is unread."},
+        "lag_s": {"type": "number", "nullable": True, "description": "Seconds from the watermark to now."},
+        "reader": {**_ID, "nullable": True, "description": "The node reading the feed for the cluster."},
+        "reported_at": {**_NULL_TS, "description": "When the reader last reported."},
+        "error": {"type": "string", "nullable": True, "description": "Why the reader's last read failed."},
+        "changes": {"type": "integer", "description": "Changed pages read and routed."},
+        "gaps": {"type": "integer", "description": "Spans the feed no longer covered (the wiki forgot them, "
+                 "$wgRCMaxAge): every page of the wiki was then checked one by one."},
+        "last_gap": {"type": "string", "nullable": True, "description": "`<start>/<end>` of the latest gap."},
+        "subscriptions": {"type": "integer", "description": "Enabled subscriptions on the wiki."}}),
     "Node": _obj({
         "id": _ID, "url": {"type": "string"}, "state": {"type": "string"},
         "last_seen": {**_NULL_TS, "description": "Last successful poll."}, "registered_at": _TS,
@@ -88,6 +111,7 @@ for _name in ("Tenant", "Subscription"):
                                     "next_cursor": {"type": "string", "nullable": True,
                                                     "description": "Pass as `cursor` for the next page."}})
 SCHEMAS["NodeList"] = _obj({"items": {"type": "array", "items": _ref("Node")}})
+SCHEMAS["FeedList"] = _obj({"items": {"type": "array", "items": _ref("Feed")}})
 SCHEMAS["Reload"] = _obj({"id": {"type": "integer"}, "kind": {"type": "string", "enum": ["hard", "soft"]},
                           "reason": {"type": "string"}, "sends": {"type": "integer"},
                           "drops": {"type": "integer"}, "at": _TS})
@@ -274,6 +298,10 @@ def document() -> dict:
                 "put": put_identity,
                 "patch": _op("Change some limits of an identity, or lift its pause", "200", "Identity",
                              body="IdentityPatch", errors=_WRITE, params=[identity]),
+            },
+            "/v1/feeds": {
+                "get": _op("List the wikis' change feeds: reader, position, watermark and lag", "200", "FeedList",
+                           errors=("401", "422")),
             },
             "/v1/nodes": {
                 "get": _op("List spawn nodes", "200", "NodeList", errors=("401", "422")),

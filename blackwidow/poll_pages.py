@@ -7,10 +7,11 @@ spawn says nothing follows. Requests go on past the last page of ids by repeatin
 changes nothing on the spawn) until the report is whole, and from then on ask from past its end (a request
 from no cursor asks for a new report). docs/coordination.md, "Bounded polls".
 """
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Container, Iterable, Mapping, Sequence
 
 from blackwidow.store.coordination import AssignmentView, SubscriptionView
+from shared.feed_wire import FeedDuty, Nudge
 from shared.wire import Budget, Lease, Poll, PollPage, ReportPage, StatusReport, SubscriptionStatus
 
 # A spawn whose report cursor never reaches the end would keep a tick polling it forever.
@@ -50,8 +51,17 @@ def split(ids: Sequence[str], page_ids: int) -> list[tuple[str, ...]]:
     return [tuple(ordered[i:i + page_ids]) for i in range(0, len(ordered), page_ids)] or [()]
 
 
+@dataclass(frozen=True)
+class FeedPart:
+    """A node's part of the change feed (shared.feed_wire): the feeds it reads, its nudges, the followed wikis."""
+    duties: Mapping[str, FeedDuty] = field(default_factory=dict)
+    changes: tuple[Nudge, ...] = ()
+    followed: tuple[str, ...] = ()
+
+
 def request(node_id: str, pages: list[tuple[str, ...]], index: int, round_id: str, leases: Mapping[str, Lease],
-            budgets: Mapping[str, Budget], after: str | None, paging: Paging, since: str | None = None) -> Poll:
+            budgets: Mapping[str, Budget], after: str | None, paging: Paging, since: str | None = None,
+            feeds: FeedPart = FeedPart()) -> Poll:
     """The `index`th request of a node's poll. Budgets ride on the first; leases with the page naming
     their subscription (any other lease on the first); past the last page the last one is repeated.
     `since`: the token of the node's last report received whole (the spawn may answer with changes only)."""
@@ -61,8 +71,11 @@ def request(node_id: str, pages: list[tuple[str, ...]], index: int, round_id: st
     if index == 0 and len(leases) > len(page_leases):
         listed = {sid for page in pages for sid in page}
         page_leases.update((sid, lease) for sid, lease in leases.items() if sid not in listed)
+    first = index == 0
     return Poll(node_id=node_id, assigned=ids, leases=page_leases,
-                budgets=budgets if index == 0 else {},
+                budgets=budgets if first else {},
+                feeds=feeds.duties if first else {}, changes=feeds.changes if first else (),
+                followed=feeds.followed if first else (),
                 page=PollPage(round_id, last, len(pages)) if len(pages) > 1 else None,
                 report=ReportPage(after, paging.report_items, since))
 
@@ -107,7 +120,8 @@ def merge(answers: list[StatusReport], known: Mapping[str, SubscriptionStatus] |
     subs.update((s.id, s) for a in answers for s in a.subscriptions)
     return StatusReport(node_id=last.node_id, boot_id=last.boot_id, attached=last.attached,
                         subscriptions=tuple(subs.values()), sources=last.sources, identities=last.identities,
-                        rejected=tuple(r for a in answers for r in a.rejected), token=first.token)
+                        rejected=tuple(r for a in answers for r in a.rejected), token=first.token,
+                        feeds=first.feeds)
 
 
 def sharing_specs(answer: StatusReport, subs: Mapping[str, SubscriptionView]) -> StatusReport:

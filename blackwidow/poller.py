@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Callable, Mapping
 
-from blackwidow import fencing, poll_pages, reload, sends
+from blackwidow import feed_plan, fencing, poll_pages, reload, sends
 from blackwidow.decide import Decision, Polled, Rules, Settlement, decide, settle
-from blackwidow.store import changes, identities
+from blackwidow.store import changes, feeds as feeds_store, identities
 from blackwidow.upstream import tick as upstream_tick
 from blackwidow.upstream.allocate import Plan
 from blackwidow.leadership import holder_id
@@ -29,6 +29,8 @@ from blackwidow.store import coordination as store
 from blackwidow.store.coordination import AssignmentView, Snapshot
 from blackwidow.tick_gc import without_cyclic_gc
 from shared.config import HubConfig
+from shared.feed_wire import FeedDuty, Nudge
+from shared.hashing import wiki_key
 from shared.wire import Budget, IdentityUse, Lease, Poll, StatusReport, SubscriptionStatus
 
 logger = logging.getLogger(__name__)
@@ -56,6 +58,10 @@ class PollerState:
     reports: dict[str, "Known"] = field(default_factory=dict)
     # the snapshot as of change number `seq` (blackwidow.store.changes), read again only where it changed
     cache: "Cached | None" = None
+    # the change feeds followed (blackwidow.feed_plan); None: read again from the database
+    feeds: dict[str, feed_plan.WikiFeedState] | None = None
+    # the wikis enabled subscriptions want, as of a change number
+    wanted: tuple[int, dict[str, feed_plan.Wanted]] | None = None
 
 
 @dataclass(frozen=True)
@@ -104,6 +110,7 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
         if state.fence is None:
             state.fence = fencing.claim(session, holder_id(), at)
             state.cache = None            # an earlier leader may have written anything
+            state.feeds = None
             logger.info("scheduler.epoch", extra={"epoch": state.fence.epoch})
         else:
             fencing.check(session, state.fence)
@@ -114,6 +121,8 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
         state.cache = _snapshot(session, state.cache)
         snap = leasing.mark_leased(state.cache.snapshot, leasing.leased_tenants(before))
         upstream = identities.load(session, reported={i for uses in state.uses.values() for i in uses})
+        if state.feeds is None:
+            state.feeds = feeds_store.load(session)
     live = sorted((n for n in snap.nodes.values() if n.state == store.LIVE), key=lambda n: n.id)
     live_ids = frozenset(n.id for n in live)
     stages.end("load")
@@ -130,7 +139,8 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
 
     paging = poll_pages.Paging(config.poll_page_ids, config.report_page_items)
     state.reports = {nid: known for nid, known in state.reports.items() if nid in live_ids}
-    polled = _poll_nodes(spawn_client, live, snap, metrics, leases, budgets, paging, state.reports)
+    feeds = _feed_round(state, snap, live_ids, config, at)
+    polled = _poll_nodes(spawn_client, live, snap, metrics, leases, budgets, paging, state.reports, feeds)
     stages.end("polls")
     state.uses = {nid: r.identities for nid, r in polled.reports.items()} | \
         {nid: use for nid, use in state.uses.items() if nid in polled.failed}
@@ -145,18 +155,24 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
     outcomes = _execute(spawn_client, decision.plan, snap, metrics)
     stages.end("sends")
     settlement = settle(snap, decision, outcomes, at, rules)
+    before_feeds = dict(state.feeds or {})
+    state.feeds = _feeds_after(state.feeds or {}, feeds, polled, snap, decision.live, at, metrics)
+    _freeze_watermarks(settlement.subscriptions, snap, before_feeds)
     try:
         with sessionmaker.begin() as session:
             fencing.check(session, state.fence, ticked_at=now())
             written = _record(session, snap, at, leases, polled, decision, settlement, config.max_clock_skew_s)
+            feeds_store.save(session, state.feeds, before_feeds)
             changes.prune(session, state.cache.seq)
         store.apply_settlement(state.cache.snapshot, *written)
     except fencing.LeadershipLost:
         state.cache = None
+        state.feeds = None
         raise
     except Exception:
         # sends already happened; the next tick adopts what the nodes report
         state.cache = None
+        state.feeds = None
         metrics.tick_errors.inc()
         logger.exception("tick.record_failed")
     stages.end("record")
@@ -247,9 +263,102 @@ def _each(fn, items: list) -> list:
         return list(pool.map(fn, items))
 
 
+@dataclass(frozen=True)
+class FeedRound:
+    """What this tick's polls carry for the change feeds: each reader's duties, each node's nudges, the
+    followed wikis (blackwidow.feed_plan)."""
+    duties: Mapping[str, Mapping[str, FeedDuty]] = field(default_factory=dict)
+    nudges: Mapping[str, tuple[Nudge, ...]] = field(default_factory=dict)
+    followed: tuple[str, ...] = ()
+
+    def for_node(self, node: str) -> poll_pages.FeedPart:
+        return poll_pages.FeedPart(self.duties.get(node, {}), self.nudges.get(node, ()), self.followed)
+
+
+def _feed_round(state: PollerState, snap: Snapshot, live: frozenset[str], config: HubConfig,
+                at: datetime) -> FeedRound:
+    if config.feed_interval_s <= 0 or state.feeds is None or state.cache is None:
+        return FeedRound()
+    if state.wanted is None or state.wanted[0] != state.cache.seq:
+        state.wanted = (state.cache.seq, _wanted(snap))
+    wanted = state.wanted[1]
+    # a feed that missed three reads (or three polls) is not vouched for: its pages are revisited again
+    stale_s = 3 * max(config.feed_interval_s, config.poll_interval_s)
+    waiting: dict[str | None, dict[str, int]] = {}
+    for node, uses in state.uses.items():
+        for identity, use in uses.items():
+            waiting.setdefault(identity, {})[node] = sum(use.fresh.values()) + sum(use.backfill.values())
+    duties = feed_plan.duties(state.feeds, wanted, live, config.feed_interval_s, waiting)
+    state.feeds = feed_plan.with_readers(state.feeds, duties)
+    return FeedRound(duties, feed_plan.outgoing(state.feeds), feed_plan.followed(state.feeds, wanted, at, stale_s))
+
+
+def _wanted(snap: Snapshot) -> dict[str, feed_plan.Wanted]:
+    tenants: dict[str, set[str]] = {}
+    identity: dict[str, str | None] = {}
+    for sub in snap.subscriptions.values():
+        if sub.enabled:
+            tenants.setdefault(sub.spec.wiki, set()).add(sub.spec.tenant_id)
+            identity[sub.spec.wiki] = sub.spec.identity
+    return {wiki: feed_plan.Wanted(identity[wiki], tuple(sorted(t))) for wiki, t in tenants.items()}
+
+
+def _feeds_after(feeds: Mapping[str, feed_plan.WikiFeedState], sent: FeedRound, polled: Polled, snap: Snapshot,
+                 live: frozenset[str], at: datetime,
+                 metrics: SchedulerMetrics) -> dict[str, feed_plan.WikiFeedState]:
+    """The feeds after this tick's polls: delivered nudges done, the readers' reports routed, what is fully
+    delivered acknowledged."""
+    answered = set(polled.reports)
+    out = {wiki: feed_plan.delivered(s, sent.nudges, answered, live) for wiki, s in feeds.items()}
+    readers = {wiki: node for node, duties in sent.duties.items() for wiki in duties}
+    reports = {wiki: (node, polled.reports[node].feeds[wiki]) for wiki, node in readers.items()
+               if node in polled.reports and wiki in polled.reports[node].feeds}
+    busy = {wiki for wiki, (_, r) in reports.items() if r.changes or r.gaps}
+    holders = _holders(snap, busy) if busy else {}
+    for wiki, (node, report) in reports.items():
+        before = out.get(wiki, feed_plan.WikiFeedState())
+        held = holders.get(wiki, {})
+        nodes = {n for ns in held.values() for n in ns}
+        after = feed_plan.absorb(before, node, report, held, nodes, wiki, at)
+        label = wiki_key(wiki)
+        if after.changes > before.changes:
+            metrics.feed_changes.labels(label).inc(after.changes - before.changes)
+        if after.gaps > before.gaps:
+            metrics.feed_gaps.labels(label).inc(after.gaps - before.gaps)
+            logger.warning("feed.gap", extra={"wiki": wiki, "gap": after.last_gap})
+        out[wiki] = after
+    out = {wiki: feed_plan.settle(s) for wiki, s in out.items()}
+    for wiki, s in out.items():
+        if s.watermark is not None:
+            metrics.feed_lag.labels(wiki_key(wiki)).set(max(0.0, (at - s.watermark).total_seconds()))
+    return out
+
+
+def _holders(snap: Snapshot, wikis: set[str]) -> dict[str, dict[str, set[str]]]:
+    """{wiki: {route key: nodes}} for the enabled subscriptions of `wikis` that have a node."""
+    out: dict[str, dict[str, set[str]]] = {}
+    for sid, sub in snap.subscriptions.items():
+        if sub.enabled and sub.spec.wiki in wikis:
+            a = snap.assignments.get(sid)
+            node = a.node_id if a is not None else sub.node_id
+            if node is not None:
+                out.setdefault(sub.spec.wiki, {}).setdefault(sub.route_key, set()).add(node)
+    return out
+
+
+def _freeze_watermarks(changes: dict[str, dict], snap: Snapshot,
+                       feeds: Mapping[str, feed_plan.WikiFeedState]) -> None:
+    """A subscription that stops being settled keeps the watermark its wiki had until now."""
+    settled = [(sid, sub.spec.wiki, sub.settled, values["settled"]) for sid, values in changes.items()
+               if "settled" in values for sub in (snap.subscriptions.get(sid),) if sub is not None]
+    marks = {wiki: s.watermark for wiki, s in feeds.items()}
+    for sid, mark in feed_plan.frozen_watermarks(settled, marks).items():
+        changes[sid]["watermark"] = mark
+
+
 def _poll_nodes(client: SpawnClient, live: list[store.NodeView], snap: Snapshot, metrics: SchedulerMetrics,
                 leases: leasing.LeaseRound, budgets: Mapping[str, Plan], paging: poll_pages.Paging,
-                known: dict[str, Known]) -> Polled:
+                known: dict[str, Known], feeds: FeedRound = FeedRound()) -> Polled:
     """Poll concurrently: the answers, and the nodes whose poll failed. `known` holds each node's last
     whole report and is updated with this tick's."""
     assigned = poll_pages.named(snap.assignments, {nid: k.statuses for nid, k in known.items()},
@@ -260,7 +369,7 @@ def _poll_nodes(client: SpawnClient, live: list[store.NodeView], snap: Snapshot,
         try:
             report = _poll_node(client, node, assigned.get(node.id, []), leases.for_node(node.id),
                                 upstream_tick.budgets_for(budgets, node.id), paging, known.get(node.id),
-                                snap.subscriptions)
+                                snap.subscriptions, feeds.for_node(node.id))
             if report.node_id is not None and report.node_id != node.id:
                 raise SpawnError(f"answered as node {report.node_id}", node_url=node.url)
             if report.token is not None:      # one thread per node: no two write the same key
@@ -294,7 +403,8 @@ def _poll_nodes(client: SpawnClient, live: list[store.NodeView], snap: Snapshot,
 
 def _poll_node(client: SpawnClient, node: store.NodeView, ids: list[str], leases: Mapping[str, Lease],
                budgets: Mapping[str, Budget], paging: poll_pages.Paging, known: Known | None,
-               specs: Mapping[str, store.SubscriptionView]) -> StatusReport:
+               specs: Mapping[str, store.SubscriptionView],
+               feeds: poll_pages.FeedPart = poll_pages.FeedPart()) -> StatusReport:
     """One node's poll in bounded requests (blackwidow.poll_pages). A spawn that refuses a paged list (422:
     a version without pages, in a rolling upgrade) gets the whole list in one request, as it always did."""
     pages = poll_pages.split(ids, paging.page_ids)
@@ -304,14 +414,15 @@ def _poll_node(client: SpawnClient, node: store.NodeView, ids: list[str], leases
     index = 0
     while True:
         poll = poll_pages.request(node.id, pages, index, round_id, leases, budgets, after, paging,
-                                  known.token if known is not None else None)
+                                  known.token if known is not None else None, feeds)
         try:
             answer = client.poll(node.url, poll)
         except SpawnRejected as exc:
             if exc.status != 422 or index or poll.page is None:
                 raise
             return client.poll(node.url, Poll(node_id=node.id, assigned=tuple(sorted(ids)), leases=leases,
-                                              budgets=budgets))
+                                              budgets=budgets, feeds=feeds.duties, changes=feeds.changes,
+                                              followed=feeds.followed))
         answers.append(poll_pages.sharing_specs(answer, specs))
         try:
             if not poll_pages.more(index, len(pages), answer, after):

@@ -1,8 +1,10 @@
 """API output shapes of the store's rows. Pure: the one place that decides what clients see."""
 from datetime import datetime
+from typing import Mapping
 
 from blackwidow.models import Reload, Subscription
 from blackwidow.store.dashboard import DashboardData
+from blackwidow.store.feeds import FeedView
 from blackwidow.store.nodes import NodeLoad
 from blackwidow.store.pagination import as_utc
 from blackwidow.store.tenants import TenantUsage
@@ -23,13 +25,23 @@ def tenant(usage: TenantUsage) -> dict:
             "created_at": timestamp(t.created_at), "updated_at": timestamp(t.updated_at)}
 
 
-def subscription(s: Subscription) -> dict:
+def subscription(s: Subscription, watermarks: Mapping[str, datetime | None] | None = None) -> dict:
+    """`watermarks`: {wiki: its feed's watermark} (blackwidow.store.feeds), which a settled subscription shows."""
+    mark = (watermarks or {}).get(s.wiki) if s.settled else s.watermark
     return {"id": s.id, "tenant_id": s.tenant_id, "wiki": s.wiki, "title": s.title,
             "source_uuid": s.source_uuid, "page_key": s.page_key, "quota": s.quota, "content": s.content,
             "enabled": s.enabled,
             "state": s.state, "node": s.node_id, "revisions": s.revisions, "last_rev_id": s.last_rev_id,
-            "last_error": s.last_error, "complete": s.complete, "created_at": timestamp(s.created_at),
+            "last_error": s.last_error, "complete": s.complete, "settled": s.settled, "watermark": timestamp(mark),
+            "created_at": timestamp(s.created_at),
             "updated_at": timestamp(s.updated_at)}
+
+
+def feed(f: FeedView, *, now: datetime) -> dict:
+    lag = None if f.watermark is None else round(max(0.0, (now - as_utc(f.watermark)).total_seconds()), 1)
+    return {"wiki": f.wiki, "position": f.position, "watermark": timestamp(f.watermark), "lag_s": lag,
+            "reader": f.reader, "reported_at": timestamp(f.reported_at), "error": f.error, "changes": f.changes,
+            "gaps": f.gaps, "last_gap": f.last_gap, "subscriptions": f.subscriptions}
 
 
 def node(load: NodeLoad) -> dict:

@@ -137,6 +137,9 @@ class HubConfig(CommonConfig):
     # bounded polls (docs/coordination.md): assigned ids per poll request, statuses per answer
     poll_page_ids: int = 5000
     report_page_items: int = 1000
+    # change feeds (docs/coordination.md): seconds between a reader's reads of one wiki's feed; 0: no feeds,
+    # every page is revisited on its own
+    feed_interval_s: float = 10.0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> "HubConfig":
@@ -163,6 +166,7 @@ class HubConfig(CommonConfig):
             budget_pause_jitter_s=get(env, "BW_BUDGET_PAUSE_JITTER_S", _non_negative_float, 2.0),
             poll_page_ids=get(env, "BW_POLL_PAGE_IDS", _positive_int, cls.poll_page_ids),
             report_page_items=get(env, "BW_REPORT_PAGE_ITEMS", _positive_int, cls.report_page_items),
+            feed_interval_s=get(env, "BW_FEED_INTERVAL_S", _non_negative_float, cls.feed_interval_s),
         )
 
 

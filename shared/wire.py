@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Iterable, Mapping
 
 from shared.errors import BlackWidowError, PayloadTooLarge, ValidationError
+from shared.feed_wire import FeedDuty, FeedReport, Nudge, parse_list, parse_map
 from shared.states import SubState
 
 STATES = tuple(s.value for s in SubState)
@@ -246,6 +247,9 @@ class SubscriptionStatus:
     # its page's stored history was compared with the wiki's by revision id and found equal (after writing
     # what was missing); False: it differs; None (absent from older spawns' reports): not checked yet
     complete: bool | None = None
+    # its source has the history up to now and no change the hub routed to it is waiting: the feed's
+    # watermark holds for it (None: an older spawn, or no source)
+    settled: bool | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -264,6 +268,7 @@ class SubscriptionStatus:
             lease=_optional_lease(body),
             page_key=_req(body, "page_key", str, optional=True),
             complete=_req(body, "complete", bool, optional=True),
+            settled=_req(body, "settled", bool, optional=True),
         )
 
 
@@ -454,14 +459,19 @@ class StatusReport:
     # ids the node no longer holds; the rest is as that report said (docs/coordination.md, "Bounded polls")
     delta: bool = False
     removed: tuple[str, ...] = ()
+    # what this node's change feed readers read and the hub has not acknowledged (shared.feed_wire)
+    feeds: Mapping[str, FeedReport] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         d = asdict(self)
         d["subscriptions"] = [s.to_dict() for s in self.subscriptions]
         d.pop("rejected")
         d.pop("identities")
+        d.pop("feeds")
         if self.identities:      # absent when the node holds no identity-paced subscription
             d["identities"] = {key: use.to_dict() for key, use in self.identities.items()}
+        if self.feeds:           # absent when the node reads no feed
+            d["feeds"] = {wiki: report.to_dict() for wiki, report in self.feeds.items()}
         for name in ("next", "token"):
             if d[name] is None:
                 d.pop(name)
@@ -492,6 +502,7 @@ class StatusReport:
             token=_req(body, "token", str, optional=True),
             delta=_req(body, "delta", bool, optional=True, default=False),
             removed=tuple(_strings(body, "removed")),
+            feeds=parse_map(body, "feeds", FeedReport.from_dict),
         )
 
 
@@ -548,6 +559,10 @@ class Poll:
     budgets: Mapping[str, Budget] = field(default_factory=dict)     # {identity id: Budget}
     page: PollPage | None = None
     report: ReportPage | None = None
+    # the change feed (shared.feed_wire), on a poll's first request only
+    feeds: Mapping[str, FeedDuty] = field(default_factory=dict)     # {wiki: the feed this node reads}
+    changes: tuple[Nudge, ...] = ()
+    followed: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
         body: dict = {"node_id": self.node_id, "assigned": list(self.assigned)}
@@ -559,6 +574,12 @@ class Poll:
             body["budgets"] = {key: budget.to_dict() for key, budget in self.budgets.items()}
         if self.report is not None:
             body["report"] = self.report.to_dict()
+        if self.feeds:
+            body["feeds"] = {wiki: duty.to_dict() for wiki, duty in self.feeds.items()}
+        if self.changes:
+            body["changes"] = [n.to_dict() for n in self.changes]
+        if self.followed:
+            body["followed"] = list(self.followed)
         return body
 
     @classmethod
@@ -579,7 +600,10 @@ class Poll:
                 raise ValidationError(f"leases.{sub_id}: {exc.message}", field="leases") from None
         return cls(node_id=_req(body, "node_id", str), assigned=tuple(assigned), leases=leases,
                    budgets=_keyed(body, "budgets", Budget.from_dict), page=page,
-                   report=None if report is None else ReportPage.from_dict(report))
+                   report=None if report is None else ReportPage.from_dict(report),
+                   feeds=parse_map(body, "feeds", FeedDuty.from_dict),
+                   changes=parse_list(body, "changes", Nudge.from_dict),
+                   followed=tuple(_strings(body, "followed")))
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from shared.metrics_listener import metrics_port
 from shared.revisions.store import RevisionStore
 from spawn.hub_client import HubClient
 from spawn.metrics import SpawnMetrics
+from spawn.feed_reader import FeedReaders
 from spawn.node import Node
 from spawn.registry import Registry
 from spawn.resources.health import HealthResource, MetricsResource
@@ -47,12 +48,13 @@ def build_node(config: SpawnConfig, *, store: RevisionStore, metrics: SpawnMetri
                     make_session=lambda: wiki_session(config.user_agent, config.wiki_allowlist))
     budgets = UpstreamBudgets(skew_s=config.max_clock_skew_s)
     wikis = Wikis(config, http=http, store=store, metrics=metrics, budgets=budgets, auth=auth)
+    feeds = FeedReaders(wikis.client, metrics)
     registry = Registry(wikis.make_source, orphan_after_s=config.orphan_after_s,
                         clock_skew_s=config.max_clock_skew_s)
     hub = HubClient(make_session(config.user_agent, pool_size=2), config.hub_url, config.node_secret,
                     timeout=(5.0, 10.0))
     return Node(registry, hub, advertise_url=config.advertise_url, detach_after_s=config.detach_after_s,
-                metrics=metrics, budgets=budgets)
+                metrics=metrics, budgets=budgets, feeds=feeds, followed=wikis.followed)
 
 
 _lock = threading.Lock()

@@ -33,6 +33,7 @@ class FeedRead:
     more: bool = False
     gap: Gap | None = None
     entries: int = 0        # entries read, events or not
+    now: datetime | None = None     # the wiki's clock at the last request
 
 
 @dataclass(frozen=True)
@@ -51,11 +52,17 @@ class ChangeFeed:
         self.limit = str(limit)         # "max": 500, or 5,000 for an identity with apihighlimits
         self.max_batches = max_batches
         self.demand = demand
+        self.requests = 0               # requests answered, for the reader's report
 
     def head(self, **kw) -> FeedPosition:
         """The position of the newest entry: reading from it yields what happens from now on."""
+        return self.head_read(**kw).position
+
+    def head_read(self, **kw) -> FeedRead:
+        """head() as a read that found nothing, with the wiki's clock."""
         batch = self._batch({"rcdir": "older", "rclimit": "1"}, **kw)
-        return batch.entries[0][0] if batch.entries else FeedPosition(batch.now, 0)
+        position = batch.entries[0][0] if batch.entries else FeedPosition(batch.now, 0)
+        return FeedRead((), position, now=batch.now)
 
     def read(self, since: FeedPosition, **kw) -> FeedRead:
         """The events after `since`, in at most max_batches requests of `limit` entries, plus one request
@@ -69,7 +76,7 @@ class ChangeFeed:
         if missing is not None:
             logger.warning("change_feed.gap", extra={"host": self.client.host, "start": missing.start.isoformat(),
                                                      "end": missing.end and missing.end.isoformat()})
-            return FeedRead((), since, gap=missing)
+            return FeedRead((), since, gap=missing, now=batch.now)
         events: list[Event] = []
         position, entries, batches = since, 0, 1
         while True:
@@ -80,7 +87,8 @@ class ChangeFeed:
                     events.append(event)
                 position, entries = at, entries + 1
             if batch.more is None or batches >= self.max_batches:
-                return FeedRead(tuple(events), position, more=batch.more is not None, entries=entries)
+                return FeedRead(tuple(events), position, more=batch.more is not None, entries=entries,
+                                now=batch.now)
             batch = self._batch({**params, **batch.more}, **kw)
             batches += 1
 
@@ -91,7 +99,9 @@ class ChangeFeed:
 
     def _batch(self, params: dict, **kw) -> _Batch:
         request = {"list": "recentchanges", "rcprop": RCPROP, "rctype": RCTYPE, "curtimestamp": "1", **params}
-        return self.client.query(request, parse=_parse_batch, **{"demand": self.demand, **kw})
+        batch = self.client.query(request, parse=_parse_batch, **{"demand": self.demand, **kw})
+        self.requests += 1
+        return batch
 
 
 def _parse_batch(body: dict) -> _Batch:

@@ -30,6 +30,10 @@ class SpawnMetrics:
                                           "Stored revisions whose fields revision deletion hid (hidden) or "
                                           "showed again (shown), found by a history check", ["wiki", "change"],
                                           registry=r)
+        self.feed_changes = Counter("bw_spawn_feed_changes", "Changed pages this node's change feed readers read, "
+                                    "by what their sources must do", ["wiki", "kind"], registry=r)
+        self.nudges = Counter("bw_spawn_nudges", "Sources nudged by changes the hub routed from a change feed",
+                              ["kind"], registry=r)
         self.detaches = Counter("bw_spawn_detaches", "Times this node detached after hub silence", registry=r)
         self.sources = Gauge("bw_spawn_sources", "Running data sources", registry=r)
         self.subscribers = Gauge("bw_spawn_subscribers", "Subscribers held", registry=r)

@@ -10,9 +10,11 @@ import time
 import uuid
 from typing import Sequence
 
+from shared.feed_wire import CHECK, Nudge
 from shared.hashing import node_id_for
 from shared.wire import Poll, RegistrationAck, ReportPage, StatusReport, SubscriptionSpec, SubscriptionStatus
 from spawn import poll_rounds, report_delta
+from spawn.feed_reader import FeedReaders, FollowedWikis
 from spawn.health import Attachment, SpawnHealth, spawn_health
 from spawn.host_limiter import Backoff
 from spawn.hub_client import HubClient, HubError, HubRejected, HubUnreachable
@@ -35,9 +37,12 @@ def load_figure(counts: dict) -> int:
 class Node:
     def __init__(self, registry: Registry, hub: HubClient, *, advertise_url: str, detach_after_s: float,
                  metrics: SpawnMetrics | None = None, backoff: Backoff | None = None, clock=time.monotonic,
-                 wait=None, budgets: UpstreamBudgets | None = None):
+                 wait=None, budgets: UpstreamBudgets | None = None, feeds: FeedReaders | None = None,
+                 followed: FollowedWikis | None = None):
         self.registry = registry
         self.budgets = budgets          # upstream budgets per wiki identity (None: no identity pacing)
+        self.feeds = feeds              # the change feeds this node reads for the cluster (None: none)
+        self.followed = followed or FollowedWikis()
         self.hub = hub
         self.advertise_url = advertise_url.rstrip("/")
         self.node_id = node_id_for(self.advertise_url)
@@ -80,12 +85,27 @@ class Node:
             if self.budgets is not None:
                 self.budgets.apply(poll.budgets)
             self.registry.touch(poll.assigned)
+            if poll.report is None or poll.report.after is None:     # a poll's first request
+                self._apply_feeds(poll)
+            if poll.changes:
+                for nudge in poll.changes:
+                    self.metrics.nudges.labels(kind=nudge.kind).inc()
+                self.registry.nudge(poll.changes)
             self._round, complete = poll_rounds.receive(self._round, poll.page, poll.assigned)
             if complete is not None:        # only a complete list may make an orphan
                 self.registry.poll(complete)
                 self._last_assigned = complete
                 self._put_since = set()
         return self.report(poll.report if poll is not None else None)
+
+    def _apply_feeds(self, poll: Poll) -> None:
+        """The feeds this node reads, and the wikis whose feed is followed: a wiki no longer followed has
+        its pages checked by the revisit batcher again, from now."""
+        if self.feeds is not None:
+            self.feeds.apply(poll.feeds)
+        dropped = self.followed.update(poll.followed)
+        if dropped:
+            self.registry.nudge([Nudge(wiki, CHECK) for wiki in sorted(dropped)])
 
     def keepalive(self) -> dict:
         """The hub is alive but between polls (a long tick): no detach, and what its last complete list named,
@@ -128,10 +148,12 @@ class Node:
         self.metrics.sources.set(counts["sources"])
         load = self._health(counts).load
         self.metrics.load.set(float("nan") if load is None else load)     # unknown outside the cluster, not 0
+        first = page is None or page.after is None
         return StatusReport(node_id=self.node_id, boot_id=self.boot_id, attached=self.attached,
                             subscriptions=tuple(subs), sources=counts["sources"],
                             identities=self.budgets.report() if self.budgets is not None else {}, next=after,
-                            token=token, delta=delta, removed=removed)
+                            token=token, delta=delta, removed=removed,
+                            feeds=self.feeds.reports() if self.feeds is not None and first else {})
 
     def attachment(self) -> Attachment:
         failure = self._registration_failure
@@ -156,6 +178,9 @@ class Node:
                                                "after_s": self.watchdog.timeout_s})
         # sources first: once this node reports itself detached, nothing more is written
         self.registry.clear()
+        if self.feeds is not None:
+            self.feeds.stop()
+        self.followed.update(())
         self.attached = False
         self.metrics.attached.set(0)
         self.metrics.detaches.inc()
@@ -221,5 +246,7 @@ class Node:
     def shutdown(self) -> None:
         self._stop.set()
         self.registry.clear()
+        if self.feeds is not None:
+            self.feeds.stop()
         for t in self._threads:
             t.join(2.0)

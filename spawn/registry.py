@@ -19,9 +19,10 @@ import bisect
 import logging
 import threading
 import time
-from typing import Callable, Mapping
+from typing import Callable, Iterable, Mapping
 
 from shared import hub_clock
+from shared.feed_wire import Nudge
 from shared.hashing import source_uuid
 from shared.wire import Lease, SubscriptionSpec, SubscriptionStatus
 from spawn.source import DataSource
@@ -153,9 +154,30 @@ class Registry:
             ids = self._sorted[start:start + limit + 1]
             return self._statuses(ids[:limit]), ids[limit - 1] if len(ids) > limit else None
 
+    def nudge(self, nudges: Iterable[Nudge]) -> int:
+        """Pass the change feed's nudges to the sources of the pages they name (by page key: a title's own
+        source, one merged into another, or the source that resolved to that page); a nudge without a key
+        goes to every source of its wiki. Returns how many sources were nudged; a page this node no longer
+        fetches is skipped (its next node reads from the resume point anyway)."""
+        nudged = 0
+        with self._lock:
+            for n in nudges:
+                if n.key is None:
+                    targets = {id(s): s for sub in self._subs.values() if sub.spec.wiki == n.wiki
+                               for s in (self._source_locked(sub.spec.source_uuid),) if s is not None}
+                    found = list(targets.values())
+                else:
+                    src = self._source_locked(n.key)
+                    found = [] if src is None else [src]
+                for src in found:
+                    src.nudge(n.kind)
+                nudged += len(found)
+        return nudged
+
     def _statuses(self, ids: list[str]) -> list[SubscriptionStatus]:
         return [self._subs[i].status(caught_up=src is not None and src.complete,
-                                     complete=None if src is None else src.proven)
+                                     complete=None if src is None else src.proven,
+                                     settled=None if src is None else src.settled)
                 for i in ids for src in (self._source_locked(self._subs[i].spec.source_uuid),)]
 
     def counts(self) -> dict:

@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from typing import Callable, Iterable, Iterator
 
+from shared.feed_wire import CHECK, HISTORY
 from shared.revisions.model import PageState, ResumePoint, Revision
 from shared.revisions.store import RevisionStore, StoreError
 from spawn import completeness, page_fate, revisit
@@ -50,7 +51,7 @@ class DataSource:
     def __init__(self, key: str, title: str, *, client: MediaWikiClient, store: RevisionStore,
                  batcher: RevisitBatcher, revisit_min_s: float, revisit_max_s: float,
                  on_limit: Callable[[Subscriber], None], metrics: SpawnMetrics | None = None,
-                 backoff: Backoff | None = None, now=time.time):
+                 backoff: Backoff | None = None, now=time.time, followed: Callable[[], bool] = lambda: False):
         self.key = key
         self.title = title
         self.client = client
@@ -85,6 +86,15 @@ class DataSource:
         self.proven: bool | None = None     # the stored history equals the wiki's (None: not checked yet)
         self._caught_up_at: float | None = None     # when the harvest last reached the wiki's newest revision
         self._checked_at: float | None = None       # when the history was last compared with the wiki's
+        # the change feed (shared.feed_wire): whether its wiki's feed is followed (revisits then only as a
+        # safety net), nudges received and the last one a finished pass covered, and what they asked for
+        self._followed = followed
+        self._nudged = 0
+        self._done = 0
+        self._pass_gen = 0
+        self._verify_now = False        # compare the history with the wiki's at the next pass, due or not
+        self._revisit_soon = False      # the feed cannot vouch for a span: ask the revisit batcher soon
+        self._pass_wanted = False       # a nudge that needs a pass of its own
 
     # -- subscribers (called by the registry under its lock) -------------------------------
     def attach(self, sub: Subscriber) -> None:
@@ -133,6 +143,25 @@ class DataSource:
     def wake(self) -> None:
         self._wake.set()
 
+    def nudge(self, kind: str) -> None:
+        """The change feed says the page changed: read on (REVISIONS), also compare the whole history now
+        (HISTORY), or let the revisit batcher check it soon (CHECK, batched 50 pages a request)."""
+        with self._lock:
+            self._nudged += 1
+            if kind == CHECK:
+                self._revisit_soon = True
+            else:
+                self._pass_wanted = True
+                self._verify_now = self._verify_now or kind == HISTORY
+        self._wake.set()
+
+    @property
+    def settled(self) -> bool:
+        """Caught up (or known deleted) by a pass that began after the last nudge: the feed's watermark
+        holds for this page."""
+        with self._lock:
+            return self._done == self._nudged and (self.complete or self.deleted)
+
     @property
     def stopped(self) -> bool:
         return self._stop.is_set()
@@ -158,7 +187,10 @@ class DataSource:
                 return
             except PageDeleted as exc:
                 self._on_deleted(exc)
-                if self._stop.wait(self.revisit_max_s):     # the rare re-check for an undeletion
+                self._pass_done()
+                # the rare re-check for an undeletion, or sooner when the change feed names the page
+                self._wake.wait(self.revisit_max_s)
+                if self._stop.is_set():
                     return
             except (PageUnavailable, AddressRefused) as exc:
                 # the wiki's own message, or an address never to connect to; retried only after the
@@ -182,7 +214,18 @@ class DataSource:
         """One pass: resolve, catch up from the resume point, compare the history with the wiki's when due,
         schedule the revisit. `check_only`: the comparison's timer woke it; the revisit batcher asks for new
         revisions, so no history request is sent for them. Raises on errors."""
+        self._pass(check_only)
+        self._pass_done()
+
+    def _pass(self, check_only: bool) -> None:
         self._wake.clear()
+        with self._lock:
+            self._pass_gen = self._nudged
+            soon, self._revisit_soon = self._revisit_soon, False
+            wanted, self._pass_wanted = self._pass_wanted, False
+        if soon and not wanted and self.complete and not self.deleted and not check_only:
+            self._schedule_revisit(soon=True)
+            return
         if self.deleted:
             self._recheck()
         if not self._prepare():
@@ -196,6 +239,10 @@ class DataSource:
         self._harvest()
         self._verify()
         self._schedule_revisit()
+
+    def _pass_done(self) -> None:
+        with self._lock:
+            self._done = self._pass_gen
 
     def _prepare(self) -> bool:
         """False while the title is unresolved and nobody may take a revision (e.g. no lease yet):
@@ -341,8 +388,9 @@ class DataSource:
             self._caught_up_at = now
         due = completeness.check_at(caught_up_at=self._caught_up_at, last_checked=self._checked_at,
                                     every_s=self.revisit_max_s)
-        if due is None or now < due:
+        if not self._verify_now and (due is None or now < due):
             return
+        self._verify_now = False
         host, page_id = self.client.host, self.resolved.page_id
         state = self.store.page(host, page_id)
         if state is None:       # nothing stored to compare (a page without revisions)
@@ -584,7 +632,9 @@ class DataSource:
             if sub.at_limit():
                 self._release(sub)
 
-    def _schedule_revisit(self) -> None:
+    def _schedule_revisit(self, soon: bool = False) -> None:
+        """Queue the page's next "anything new?" check with the batcher. While its wiki's change feed is
+        followed, the feed names changed pages: the check is then a safety net at the longest interval."""
         with self._lock:
             if self._log is None:
                 return
@@ -600,6 +650,10 @@ class DataSource:
         age = self._now() - newest[0].timestamp()
         delay = revisit.first_delay(interval, age, self.revisit_min_s, self.revisit_max_s)
         every = revisit.clamp(interval or self.revisit_max_s, self.revisit_min_s, self.revisit_max_s)
+        if self._followed():
+            delay = every = self.revisit_max_s
+        if soon:
+            delay = 0.0
         self.batcher.schedule(self.key, self.resolved.page_id, last_id, delay, every, self.wake, self._tenants())
 
     def _kw(self) -> dict:

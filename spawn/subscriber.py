@@ -152,7 +152,8 @@ class Subscriber:
         with self._lock:
             self.spec = spec
 
-    def status(self, caught_up: bool = False, complete: bool | None = None) -> SubscriptionStatus:
+    def status(self, caught_up: bool = False, complete: bool | None = None,
+               settled: bool | None = None) -> SubscriptionStatus:
         """`caught_up`: its source has the page's whole history (reported with a lease); `complete`: its
         source proved the stored history equal to the wiki's (spawn.completeness)."""
         with self._lock:
@@ -171,7 +172,7 @@ class Subscriber:
             return SubscriptionStatus(id=self.spec.id, state=state, revisions=self.delivered,
                                       last_rev_id=self.last_rev_id, last_error=error,
                                       spec=self.spec.to_dict(), lease=lease, page_key=self.page_key,
-                                      complete=complete)
+                                      complete=complete, settled=settled)
 
 
 def _lease_wait_reason(lease: _Lease | None, now: float) -> str:

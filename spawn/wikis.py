@@ -9,6 +9,7 @@ from shared.config import SpawnConfig
 from shared.hashing import wiki_key
 from shared.revisions.store import RevisionStore
 from shared.wire import SubscriptionSpec
+from spawn.feed_reader import FollowedWikis
 from spawn.host_limiter import HostLimiter
 from spawn.mediawiki import MediaWikiClient
 from spawn.metrics import SpawnMetrics
@@ -33,6 +34,7 @@ class Wikis:
         self._clients: dict[tuple[str, str | None], MediaWikiClient] = {}
         self._batchers: dict[tuple[str, str | None], RevisitBatcher] = {}
         self._lock = threading.Lock()
+        self.followed = FollowedWikis()     # wikis whose change feed the hub follows
 
     def client(self, api_url: str, identity: str | None = None) -> MediaWikiClient:
         with self._lock:
@@ -57,7 +59,7 @@ class Wikis:
                           store=self.store, batcher=self.batcher(spec.wiki, spec.identity),
                           revisit_min_s=self.config.revisit_min_s,
                           revisit_max_s=self.config.revisit_max_s, on_limit=on_limit, metrics=self.metrics,
-                          now=self._now)
+                          now=self._now, followed=lambda: spec.wiki in self.followed)
 
     def stop(self) -> None:
         with self._lock:

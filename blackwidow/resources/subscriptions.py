@@ -5,6 +5,7 @@ Writes rows only; the scheduler routes and sends them to spawns on its next tick
 import falcon
 
 from blackwidow import representations, store, title_lists, validation
+from blackwidow.store import feeds as feeds_store
 from shared.json_body import read_json
 
 QUERY = ("tenant_id", "state", "node", "limit", "cursor")
@@ -27,13 +28,13 @@ class SubscriptionsResource:
         sub = store.create_subscription(req.context.session, new)
         resp.status = falcon.HTTP_201
         resp.location = f"/v1/subscriptions/{sub.id}"
-        resp.media = representations.subscription(sub)
+        resp.media = _shown(req, [sub])[0]
 
     def on_post_bulk(self, req, resp) -> None:
         news = validation.parse_bulk(read_json(req, self._max_body), self._allowlist)
         subs = store.create_subscriptions(req.context.session, news)
         resp.status = falcon.HTTP_201
-        resp.media = {"items": [representations.subscription(s) for s in subs], "count": len(subs)}
+        resp.media = {"items": _shown(req, subs), "count": len(subs)}
 
     def on_get(self, req, resp) -> None:
         query = validation.parse_query(req.params, QUERY)
@@ -43,16 +44,23 @@ class SubscriptionsResource:
             req.context.session, limit=validation.parse_limit(query.get("limit")), cursor=query.get("cursor"),
             tenant_id=ids.get("tenant_id"), state=validation.parse_state(query.get("state")),
             node_id=ids.get("node"))
-        resp.media = representations.page([representations.subscription(s) for s in subs], next_cursor)
+        resp.media = representations.page(_shown(req, subs), next_cursor)
 
     def on_get_item(self, req, resp, sub_id) -> None:
-        resp.media = representations.subscription(store.get_subscription(req.context.session, str(sub_id)))
+        resp.media = _shown(req, [store.get_subscription(req.context.session, str(sub_id))])[0]
 
     def on_patch_item(self, req, resp, sub_id) -> None:
         changes = validation.parse(read_json(req, self._max_body), validation.SUBSCRIPTION_PATCH)
         sub = store.update_subscription(req.context.session, str(sub_id), changes)
-        resp.media = representations.subscription(sub)
+        resp.media = _shown(req, [sub])[0]
 
     def on_delete_item(self, req, resp, sub_id) -> None:
         store.delete_subscription(req.context.session, str(sub_id))
         resp.status = falcon.HTTP_204
+
+
+def _shown(req, subs: list) -> list[dict]:
+    """The subscriptions as the API shows them, a settled one with its wiki feed's watermark."""
+    settled = {s.wiki for s in subs if s.settled}
+    marks = feeds_store.watermarks(req.context.session, settled) if settled else {}
+    return [representations.subscription(s, marks) for s in subs]

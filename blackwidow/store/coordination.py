@@ -50,6 +50,8 @@ class SubscriptionView:
     last_error: str | None
     page_key: str | None = None
     complete: bool | None = None    # reported: the stored history proven equal to the wiki's (None: unknown)
+    settled: bool | None = None     # reported: caught up past every change the feed routed to it
+    watermark: datetime | None = None   # written when it stops being settled; not read into snapshots
 
     @property
     def route_key(self) -> str:
@@ -76,7 +78,8 @@ class Snapshot:
 _SUBSCRIPTION_COLUMNS = (Subscription.id, Subscription.source_uuid, Subscription.tenant_id, Subscription.wiki,
                          Subscription.title, Subscription.content, Subscription.quota, Subscription.enabled,
                          Subscription.state, Subscription.node_id, Subscription.revisions, Subscription.last_rev_id,
-                         Subscription.last_error, Subscription.page_key, Subscription.complete)
+                         Subscription.last_error, Subscription.page_key, Subscription.complete,
+                         Subscription.settled)
 
 
 def load_snapshot(session: Session) -> Snapshot:
@@ -151,7 +154,7 @@ class _Views:
         share, identities = self._strings.setdefault, self._identities
         subs = {}
         for (sub_id, source, tenant, wiki, title, content, quota, enabled, state, node_id, revisions, last_rev_id,
-             last_error, page_key, complete) in rows:
+             last_error, page_key, complete, settled) in rows:
             identity = identities.get(wiki)
             if identity is None:
                 identity = identities.setdefault(wiki, wiki_key(wiki))
@@ -160,7 +163,7 @@ class _Views:
                                     identity=identity)
             node_id = node_id and share(node_id, node_id)
             subs[sub_id] = SubscriptionView(sub_id, spec, enabled, share(state, state), node_id, revisions,
-                                            last_rev_id, last_error, page_key, complete)
+                                            last_rev_id, last_error, page_key, complete, settled)
         return subs
 
     def assignments(self, rows) -> dict[str, AssignmentView]:

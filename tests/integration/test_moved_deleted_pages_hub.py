@@ -22,10 +22,29 @@ WIKI_HOST = "127.0.0.1:8782"
 FAST_REVISITS = {"BW_REVISIT_MIN_S": "0.5", "BW_REVISIT_MAX_S": "2"}
 
 
-def make_hub(postgres_url: str, schema: str, run_dir: Path) -> HubProcesses:
+def make_hub(postgres_url: str, schema: str, run_dir: Path, env: dict | None = None) -> HubProcesses:
     return HubProcesses({"BW_DATABASE_URL": new_schema_url(postgres_url, schema), "BW_NODE_SECRET": SECRET,
                          "BW_LOG_JSON": "true", "BW_POLL_INTERVAL_S": str(INTERVAL_S),
-                         "BW_WIKI_ALLOWLIST": WIKI_HOST, "BW_WORKERS": "1"}, run_dir, admin_token=ADMIN_TOKEN)
+                         "BW_WIKI_ALLOWLIST": WIKI_HOST, "BW_WORKERS": "1", **(env or {})}, run_dir,
+                        admin_token=ADMIN_TOKEN)
+
+
+def start_nodes(hub: HubProcesses, run_dir: Path, count: int, revisits: dict) -> list[SpawnProcess]:
+    """`count` spawn nodes of the started hub on the writable wiki (an SQLite store each), once live;
+    `revisits`: their BW_REVISIT_* settings."""
+    env = {"BW_NODE_SECRET": SECRET, "BW_CASSANDRA_HOSTS": "", "BW_WIKI_ALLOWLIST": WIKI_HOST, **revisits}
+    nodes: list[SpawnProcess] = []
+    try:
+        for i in range(count):
+            (run_dir / f"node-{i}").mkdir()
+            nodes.append(SpawnProcess(hub.url, {**env, "BW_DATA_DIR": str(run_dir / f"node-{i}")},
+                                      run_dir / f"node-{i}.log").wait_ready())
+        wait_for(lambda: len(hub.live_nodes()) == count, 60, 0.2)
+    except BaseException:
+        for node in nodes:
+            node.stop()
+        raise
+    return nodes
 
 
 def row(hub: HubProcesses, sub_id: str) -> dict:
@@ -90,15 +109,10 @@ def test_a_moved_page_keeps_one_source_for_its_old_and_new_titles_across_the_clu
     moved = f"{title} moved"
     for i in range(2):
         admin.edit(title, f"text {i}", summary=f"edit {i}")
-    env = {"BW_NODE_SECRET": SECRET, "BW_CASSANDRA_HOSTS": "", "BW_WIKI_ALLOWLIST": WIKI_HOST, **FAST_REVISITS}
     nodes: list[SpawnProcess] = []
     try:
         hub.start("first")
-        for i in range(2):
-            (tmp_path / f"node-{i}").mkdir()
-            nodes.append(SpawnProcess(hub.url, {**env, "BW_DATA_DIR": str(tmp_path / f"node-{i}")},
-                                      tmp_path / f"node-{i}.log").wait_ready())
-        wait_for(lambda: len(hub.live_nodes()) == 2, 60, 0.2)
+        nodes = start_nodes(hub, tmp_path, 2, FAST_REVISITS)
         t1 = hub.post("/v1/tenants", {"name": "first", "quota": None})
         t2 = hub.post("/v1/tenants", {"name": "second", "quota": None})
         old = hub.post("/v1/subscriptions", {"tenant_id": t1["id"], "wiki": writable_wiki.api_url, "title": title})

@@ -3,7 +3,8 @@ from shared.hashing import source_uuid
 from tests.fixtures.hub import ENWIKI, LOCAL_WIKI
 
 FIELDS = {"id", "tenant_id", "wiki", "title", "source_uuid", "page_key", "quota", "content", "enabled", "state",
-          "node", "revisions", "last_rev_id", "last_error", "complete", "created_at", "updated_at"}
+          "node", "revisions", "last_rev_id", "last_error", "complete", "settled", "watermark", "created_at",
+          "updated_at"}
 
 
 def add(api, tenant, title, **extra):

@@ -1,0 +1,199 @@
+"""The change feed's rules on the hub (docs/coordination.md, "The change feed"). Pure: no I/O, no clock.
+
+One node reads each wiki's feed for the whole cluster. Its reads are requests of the wiki's identity like
+any other: under an identity budget they wait for a slot hold of the reader's node (docs/upstream.md), and a
+node that waits in the freshness lane while another holds the slot takes it over. So the reader is the node
+with the most requests waiting for that identity (its holds serve the feed too), and otherwise stays where it
+is: a reader elsewhere would take the slot from a long backfill at every read. A new wiki's first reader is
+chosen by rendezvous over the live nodes. What it reads comes back in its status report; the hub turns
+each changed title into a nudge for the node that fetches that page (the subscription's route key is the
+page key of that title) and delivers it in that node's next poll. A feed's position is acknowledged, and its
+watermark advances, only once every nudge read up to it was delivered: a lost report, a failed poll or a
+restarted hub re-reads from the acknowledged position, never skips.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Iterable, Mapping
+
+from shared.feed_wire import CHECK, HISTORY, FeedDuty, FeedReport, Nudge
+from shared.hashing import source_uuid, stable_hash
+
+# Nudges one poll carries to one node (about 100 bytes each); the rest wait for the next poll
+MAX_NUDGES_PER_POLL = 5_000
+# Tenants a reader's requests are counted under in the identity's freshness lane
+MAX_DUTY_TENANTS = 20
+
+
+@dataclass(frozen=True)
+class WikiFeedState:
+    """What the hub knows of one wiki's feed. `acked`/`watermark`: persisted; every change up to `acked` was
+    delivered, nothing up to `watermark` (the wiki's clock) is unread. `read_to`/`covered_to`: what the reader
+    reported, routed into `pending` ({node: {page key or None: kind}}) and not yet all delivered."""
+    acked: str | None = None
+    watermark: datetime | None = None
+    read_to: str | None = None
+    covered_to: datetime | None = None
+    pending: Mapping[str, Mapping[str | None, str]] = field(default_factory=dict)
+    reader: str | None = None
+    reported_at: datetime | None = None
+    error: str | None = None
+    gaps_seen: frozenset[tuple[str, str | None]] = frozenset()
+    gaps: int = 0
+    last_gap: str | None = None
+    changes: int = 0
+    requests: int = 0
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """A wiki some enabled subscription wants: the identity its requests are paced by, and its tenants."""
+    identity: str | None
+    tenants: tuple[str, ...]
+
+
+def reader_for(wiki: str, live: Iterable[str], current: str | None = None,
+               waiting: Mapping[str, int] | None = None) -> str | None:
+    """The node that reads the wiki's feed: the one with more requests waiting for the wiki's identity
+    (`waiting`: {node: sources waiting or in flight}) than the current reader, else the current reader while
+    it is live, else the highest rendezvous weight."""
+    nodes = sorted(live)
+    if not nodes:
+        return None
+    waiting = waiting or {}
+    base = current if current in nodes else max(nodes, key=lambda node: stable_hash(f"feed\n{wiki}\n{node}"))
+    busiest = max(nodes, key=lambda node: (waiting.get(node, 0), node == base, node))
+    return busiest if waiting.get(busiest, 0) > waiting.get(base, 0) else base
+
+
+def duties(feeds: Mapping[str, WikiFeedState], wanted: Mapping[str, Wanted], live: Iterable[str],
+           interval_s: float, waiting: Mapping[str | None, Mapping[str, int]] | None = None,
+           ) -> dict[str, dict[str, FeedDuty]]:
+    """{node: {wiki: FeedDuty}}: each wanted wiki's feed on its reader, from the acknowledged position.
+    `waiting`: {identity: {node: sources waiting}} from the nodes' last reports."""
+    nodes = sorted(live)
+    out: dict[str, dict[str, FeedDuty]] = {}
+    for wiki, want in sorted(wanted.items()):
+        state = feeds.get(wiki, WikiFeedState())
+        node = reader_for(wiki, nodes, state.reader, (waiting or {}).get(want.identity))
+        if node is None:
+            continue
+        out.setdefault(node, {})[wiki] = FeedDuty(state.acked, interval_s, want.identity,
+                                                  want.tenants[:MAX_DUTY_TENANTS])
+    return out
+
+
+def with_readers(feeds: Mapping[str, WikiFeedState],
+                 duties: Mapping[str, Mapping[str, FeedDuty]]) -> dict[str, WikiFeedState]:
+    """The feeds with the reader each duty went to, the next tick's current reader."""
+    out = dict(feeds)
+    for node, mine in duties.items():
+        for wiki in mine:
+            out[wiki] = replace(out.get(wiki, WikiFeedState()), reader=node)
+    return out
+
+
+def followed(feeds: Mapping[str, WikiFeedState], wanted: Mapping[str, Wanted], now: datetime,
+             stale_s: float) -> tuple[str, ...]:
+    """The wikis whose feed answered within `stale_s` without an error: their pages need no per-page
+    revisits. Any other wiki's pages are revisited as before."""
+    return tuple(sorted(w for w in wanted if _healthy(feeds.get(w), now, stale_s)))
+
+
+def _healthy(state: WikiFeedState | None, now: datetime, stale_s: float) -> bool:
+    return state is not None and state.reported_at is not None and state.error is None \
+        and state.acked is not None and (now - state.reported_at).total_seconds() <= stale_s
+
+
+def outgoing(feeds: Mapping[str, WikiFeedState]) -> dict[str, tuple[Nudge, ...]]:
+    """{node: the nudges its next poll carries}, at most MAX_NUDGES_PER_POLL each (CHECKs first)."""
+    out: dict[str, list[Nudge]] = {}
+    for wiki, state in sorted(feeds.items()):
+        for node, keys in state.pending.items():
+            out.setdefault(node, []).extend(Nudge(wiki, kind, key) for key, kind in keys.items())
+    return {node: tuple(sorted(nudges, key=lambda n: n.key is not None)[:MAX_NUDGES_PER_POLL])
+            for node, nudges in out.items()}
+
+
+def delivered(state: WikiFeedState, sent: Mapping[str, Iterable[Nudge]], answered: Iterable[str],
+              live: Iterable[str]) -> WikiFeedState:
+    """The nudges a node's answered poll carried are delivered; a node no longer live has none pending (its
+    subscriptions go to other nodes, whose sources read on from the resume point anyway)."""
+    live, answered = set(live), set(answered)
+    pending: dict[str, dict[str | None, str]] = {}
+    for node, keys in state.pending.items():
+        if node not in live:
+            continue
+        done = {(n.key, n.kind) for n in sent.get(node, ())} if node in answered else set()
+        left = {key: kind for key, kind in keys.items() if (key, kind) not in done}
+        if left:
+            pending[node] = left
+    return replace(state, pending=pending)
+
+
+def index(subscriptions: Iterable[tuple[str, str, str | None]], wikis: set[str]) -> dict[str, set[str]]:
+    """{route key: nodes holding it} for the subscriptions of `wikis`: (wiki, route key, node) triples."""
+    out: dict[str, set[str]] = {}
+    for wiki, key, node in subscriptions:
+        if node is not None and wiki in wikis:
+            out.setdefault(key, set()).add(node)
+    return out
+
+
+def absorb(state: WikiFeedState, reader: str, report: FeedReport, holders: Mapping[str, set[str]],
+           nodes_of_wiki: Iterable[str], wiki: str, now: datetime) -> WikiFeedState:
+    """The reader's report: changes after what was routed become nudges for the nodes holding those pages
+    (HISTORY wins over REVISIONS for one page); a new gap becomes a CHECK for every node holding a page of
+    the wiki. `holders`: index() of the wiki's subscriptions."""
+    pending = {node: dict(keys) for node, keys in state.pending.items()}
+    routed = state.read_to
+    fresh = [c for c in report.changes if routed is None or _after(c.at, routed)]
+    for change in fresh:
+        key = str(source_uuid(wiki, change.title))
+        for node in holders.get(key, ()):
+            keys = pending.setdefault(node, {})
+            keys[key] = HISTORY if keys.get(key) == HISTORY else change.kind
+    new_gaps = [g for g in report.gaps if (g.start, g.end) not in state.gaps_seen]
+    if new_gaps:
+        for node in nodes_of_wiki:
+            pending.setdefault(node, {})[None] = CHECK
+    read_to = state.read_to
+    if report.position is not None and (read_to is None or _after(report.position, read_to)):
+        read_to = report.position
+    covered = _parse_time(report.covered_to)
+    if covered is not None and state.covered_to is not None and covered < state.covered_to:
+        covered = state.covered_to
+    return replace(state, pending=pending, read_to=read_to, covered_to=covered or state.covered_to,
+                   reader=reader, reported_at=now, error=report.error, requests=report.requests,
+                   changes=state.changes + len(fresh),
+                   gaps_seen=state.gaps_seen | {(g.start, g.end) for g in new_gaps},
+                   gaps=state.gaps + len(new_gaps),
+                   last_gap=f"{new_gaps[-1].start}/{new_gaps[-1].end or ''}" if new_gaps else state.last_gap)
+
+
+def settle(state: WikiFeedState) -> WikiFeedState:
+    """With nothing pending, what was read is acknowledged and the watermark advances to it."""
+    if state.pending or state.read_to is None:
+        return state
+    watermark = state.covered_to if state.covered_to is not None else state.watermark
+    return replace(state, acked=state.read_to, watermark=watermark)
+
+
+def frozen_watermarks(settled: Iterable[tuple[str, str, bool | None, bool | None]],
+                      watermarks: Mapping[str, datetime | None]) -> dict[str, datetime | None]:
+    """{subscription id: the watermark its row keeps} for (id, wiki, settled as stored, settled as the tick
+    writes it): one that stops being settled keeps its wiki's watermark from before this tick (it held until
+    this poll); a settled one shows its wiki's, so nothing is written for it."""
+    return {sub_id: watermarks.get(wiki) for sub_id, wiki, was, now in settled if was and now is False}
+
+
+def _after(a: str, b: str) -> bool:
+    """Position token a is after b ("YYYYmmddHHMMSS|rcid": ordered by time, then rcid)."""
+    ta, _, ra = a.partition("|")
+    tb, _, rb = b.partition("|")
+    return (ta, int(ra or 0)) > (tb, int(rb or 0))
+
+
+def _parse_time(value: str | None) -> datetime | None:
+    return None if value is None else datetime.fromisoformat(value)

@@ -1,0 +1,179 @@
+"""The change feed's JSON shapes between hub and spawns (docs/coordination.md, "The change feed"). Pure.
+
+Hub -> spawn, inside a Poll's first request:
+  `feeds`    {wiki api URL: FeedDuty}  the wikis whose feed this node reads (one node per wiki)
+  `changes`  [Nudge, ...]              pages of this node's sources that the feed says changed
+  `followed` [wiki api URL, ...]       wikis whose feed is followed: their sources skip per-page revisits
+Spawn -> hub, in a StatusReport:
+  `feeds`    {wiki api URL: FeedReport} what this node's readers read and the hub has not acknowledged yet
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from shared.errors import ValidationError
+
+# What a changed page needs from its source:
+REVISIONS = "revisions"     # read the history on from the resume point (new revisions, a move, a deletion)
+HISTORY = "history"         # compare the whole stored history with the wiki's now (restores, merges, imports,
+#                             revision deletion): revisions appeared in the past or fields were hidden
+CHECK = "check"             # the feed cannot vouch for a span (a gap): every page of the wiki is checked
+KINDS = (REVISIONS, HISTORY, CHECK)
+
+
+def _get(body: object, name: str, kind: type | tuple[type, ...], *, optional: bool = False):
+    if not isinstance(body, dict):
+        raise ValidationError("must be a JSON object", field=name)
+    value = body.get(name)
+    if value is None:
+        if optional:
+            return None
+        raise ValidationError(f"'{name}' is required", field=name)
+    if isinstance(value, bool) and kind is not bool or not isinstance(value, kind):
+        raise ValidationError(f"'{name}' must be {getattr(kind, '__name__', kind)}", field=name)
+    return value
+
+
+def _kind(body: object) -> str:
+    kind = _get(body, "kind", str)
+    if kind not in KINDS:
+        raise ValidationError(f"'kind' must be one of {', '.join(KINDS)}", field="kind")
+    return kind
+
+
+@dataclass(frozen=True)
+class FeedDuty:
+    """Read this wiki's feed on from `position` (a FeedPosition token; None: from the feed's newest entry)
+    every `interval_s`, through the wiki's client for `identity`, in the freshness lane of `tenants`.
+    `position` is also the hub's acknowledgement: what the reader reported up to it has been routed."""
+    position: str | None
+    interval_s: float
+    identity: str | None = None
+    tenants: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        return {"position": self.position, "interval_s": self.interval_s, "identity": self.identity,
+                "tenants": list(self.tenants)}
+
+    @classmethod
+    def from_dict(cls, body: dict) -> FeedDuty:
+        interval = _get(body, "interval_s", (int, float))
+        if interval <= 0:
+            raise ValidationError("'interval_s' must be positive", field="interval_s")
+        tenants = _get(body, "tenants", list, optional=True) or []
+        if not all(isinstance(t, str) for t in tenants):
+            raise ValidationError("'tenants' must be a list of ids", field="tenants")
+        return cls(position=_get(body, "position", str, optional=True), interval_s=float(interval),
+                   identity=_get(body, "identity", str, optional=True), tenants=tuple(tenants))
+
+
+@dataclass(frozen=True)
+class FeedChange:
+    """A page the feed says changed: its title as the wiki spells it (prefixed), what its source must do,
+    and the feed entry it came from (`at`, a position token: the hub skips what it already routed)."""
+    title: str
+    kind: str
+    at: str
+    page_id: int = 0
+
+    def to_dict(self) -> dict:
+        return {"title": self.title, "kind": self.kind, "at": self.at, "page_id": self.page_id}
+
+    @classmethod
+    def from_dict(cls, body: dict) -> FeedChange:
+        page_id = _get(body, "page_id", int, optional=True) or 0
+        return cls(title=_get(body, "title", str), kind=_kind(body), at=_get(body, "at", str), page_id=page_id)
+
+
+@dataclass(frozen=True)
+class FeedGap:
+    """The feed no longer covered (start, end] (ISO timestamps): every page of the wiki needs a check."""
+    start: str
+    end: str | None
+
+    def to_dict(self) -> dict:
+        return {"start": self.start, "end": self.end}
+
+    @classmethod
+    def from_dict(cls, body: dict) -> FeedGap:
+        return cls(start=_get(body, "start", str), end=_get(body, "end", str, optional=True))
+
+
+@dataclass(frozen=True)
+class FeedReport:
+    """A reader's account: the changes it read after `since` (the position the hub last acknowledged, as it
+    received it) up to `position`; `covered_to` (ISO, the wiki's clock): nothing up to then is unread
+    (`position`'s own time while entries are left); `gaps` found on the way; `error`: why the last read failed."""
+    since: str | None
+    position: str | None
+    changes: tuple[FeedChange, ...] = ()
+    covered_to: str | None = None
+    gaps: tuple[FeedGap, ...] = ()
+    error: str | None = None
+    requests: int = 0           # feed requests since the reader started, for the hub's metrics
+
+    def to_dict(self) -> dict:
+        return {"since": self.since, "position": self.position, "changes": [c.to_dict() for c in self.changes],
+                "covered_to": self.covered_to, "gaps": [g.to_dict() for g in self.gaps], "error": self.error,
+                "requests": self.requests}
+
+    @classmethod
+    def from_dict(cls, body: dict) -> FeedReport:
+        changes = tuple(FeedChange.from_dict(c) for c in _get(body, "changes", list, optional=True) or [])
+        gaps = tuple(FeedGap.from_dict(g) for g in _get(body, "gaps", list, optional=True) or [])
+        requests = _get(body, "requests", int, optional=True) or 0
+        return cls(since=_get(body, "since", str, optional=True), position=_get(body, "position", str, optional=True),
+                   changes=changes, covered_to=_get(body, "covered_to", str, optional=True), gaps=gaps,
+                   error=_get(body, "error", str, optional=True), requests=requests)
+
+
+@dataclass(frozen=True)
+class Nudge:
+    """Hub -> the node holding a page's sources: `key` is the page key (source_uuid of the wiki and the title
+    the feed names, which is also what a subscription's source uuid or reported page key is); None with
+    kind CHECK: every source of the wiki."""
+    wiki: str
+    kind: str
+    key: str | None = None
+
+    def to_dict(self) -> dict:
+        return {"wiki": self.wiki, "kind": self.kind, "key": self.key}
+
+    @classmethod
+    def from_dict(cls, body: dict) -> Nudge:
+        kind = _kind(body)
+        key = _get(body, "key", str, optional=True)
+        if key is None and kind != CHECK:
+            raise ValidationError("'key' is required", field="key")
+        return cls(wiki=_get(body, "wiki", str), kind=kind, key=key)
+
+
+def parse_map(body: dict, name: str, parse) -> dict:
+    """An optional {wiki: object} map; errors name the map and the key."""
+    raw = body.get(name) if isinstance(body, dict) else None
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ValidationError(f"'{name}' must be an object", field=name)
+    out = {}
+    for key, item in raw.items():
+        try:
+            out[key] = parse(item)
+        except ValidationError as exc:
+            raise ValidationError(f"{name}.{key}: {exc.message}", field=name) from None
+    return out
+
+
+def parse_list(body: dict, name: str, parse) -> tuple:
+    raw = body.get(name) if isinstance(body, dict) else None
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise ValidationError(f"'{name}' must be a list", field=name)
+    out = []
+    for index, item in enumerate(raw):
+        try:
+            out.append(parse(item))
+        except ValidationError as exc:
+            raise ValidationError(f"{name}[{index}]: {exc.message}", field=name) from None
+    return tuple(out)

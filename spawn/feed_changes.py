@@ -1,0 +1,44 @@
+"""What each change feed event asks of the sources of the pages it names. Pure: no I/O.
+
+The hub routes a change by the page's title (its page key), so an event names every title whose sources
+must act: a move names the old title (the sources that fetch the page by it) and the new one (a source
+subscribed under the new title resolves to the moved page); a history merge names both pages.
+"""
+from __future__ import annotations
+
+from shared.feed_wire import HISTORY, REVISIONS, FeedChange
+from spawn.feed_events import (Event, HistoryMerged, Imported, NewRevision, PageDeleted, PageMoved, PageRestored,
+                               VisibilityChanged)
+from spawn.feed_position import FeedPosition
+
+
+def changes_of(event: Event) -> list[FeedChange]:
+    """The (title, kind) pairs an event stands for, in the order the titles appear in it.
+    REVISIONS: the history read on from the resume point finds new revisions, the move's new title, or
+    the page missing (a deletion). HISTORY: revisions appeared in the past (an undeletion, a merge, an
+    import) or fields were hidden or shown again: the stored history is compared with the wiki's."""
+    at = FeedPosition(event.timestamp, event.rcid).token
+    titles: list[tuple[str, str]]
+    if isinstance(event, PageMoved):
+        titles = [(event.title, REVISIONS), (event.new_title, REVISIONS)]
+    elif isinstance(event, (NewRevision, PageDeleted)):
+        titles = [(event.title, REVISIONS)]
+    elif isinstance(event, HistoryMerged):
+        titles = [(event.title, HISTORY), (event.dest_title, HISTORY)]
+    elif isinstance(event, (PageRestored, VisibilityChanged, Imported)):
+        titles = [(event.title, HISTORY)]
+    else:           # a kind of event this version does not act on
+        return []
+    return [FeedChange(title, kind, at, event.page_id) for title, kind in titles]
+
+
+def merged(changes: list[FeedChange]) -> list[FeedChange]:
+    """One change per title, at its newest entry, HISTORY winning over REVISIONS (a comparison of the whole
+    history also reads on from the resume point): a busy page edited fifty times between two reads costs
+    its source one pass. Ordered by that newest entry."""
+    by_title: dict[str, FeedChange] = {}
+    for change in changes:
+        seen = by_title.get(change.title)
+        kind = HISTORY if HISTORY in (change.kind, seen.kind if seen else None) else change.kind
+        by_title[change.title] = FeedChange(change.title, kind, change.at, change.page_id)
+    return sorted(by_title.values(), key=lambda c: FeedPosition.parse(c.at))

@@ -1,0 +1,210 @@
+"""What a source does with the change feed's nudges (shared.feed_wire kinds), when it reports itself settled,
+and how a spawn turns feed events into changes and keeps them until the hub acknowledges them
+(spawn.feed_changes, spawn.feed_buffer: pure tables). Fakes only; tests/integration/test_change_feed_hub.py
+runs the whole path on the writable wiki."""
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from shared.feed_wire import CHECK, HISTORY, REVISIONS, FeedChange, FeedDuty, FeedGap, FeedReport, Nudge
+from shared.hashing import source_uuid
+from shared.wire import Poll, StatusReport
+from spawn import feed_buffer
+from spawn.feed_changes import changes_of, merged
+from spawn.feed_events import (HistoryMerged, Imported, NewRevision, PageCreated, PageDeleted, PageMoved,
+                               PageRestored, VisibilityChanged)
+from spawn.feed_position import FeedPosition
+from spawn.metrics import SpawnMetrics
+from spawn.registry import Registry
+from spawn.source import DataSource
+from spawn.subscriber import Subscriber
+from tests.unit.spawn.fakes import FakeBatcher, FakeClock, FakeWiki, MemoryStore, make_revisions
+from tests.unit.spawn.test_history_check import EVERY, checks, imported
+from tests.unit.spawn.test_registry import spec
+
+T = datetime(2026, 11, 24, 7, 0, 0, tzinfo=timezone.utc)
+
+
+def source(followed: bool = False):
+    clock, store, metrics, batcher = FakeClock(), MemoryStore(), SpawnMetrics(), FakeBatcher()
+    wiki = FakeWiki(make_revisions(20))
+    src = DataSource(spec().source_uuid, "Page", client=wiki, store=store, batcher=batcher, revisit_min_s=60,
+                     revisit_max_s=EVERY, on_limit=lambda s: None, metrics=metrics, now=clock,
+                     followed=lambda: followed)
+    sub = Subscriber(spec("a"), seen_at=0)
+    src.attach(sub)
+    return src, sub, wiki, store, clock, metrics, batcher
+
+
+def test_a_history_nudge_compares_the_history_now_not_one_interval_later():
+    src, sub, wiki, store, clock, metrics, _ = source()
+    src.run_once()
+    imported(wiki, 3)
+    src.run_once()              # no nudge: the comparison is an interval away, the import unseen
+    assert sub.status().revisions == 20
+    src.nudge(HISTORY)
+    assert not src.settled
+    src.run_once()
+    assert sub.status().revisions == 23 and checks(metrics, "repaired") == 1 and src.settled
+
+
+def test_a_source_is_settled_only_once_a_pass_began_after_its_last_nudge():
+    src, sub, wiki, *_ = source()
+    assert not src.settled                          # not caught up yet
+    src.run_once()
+    assert src.settled and sub.status(settled=src.settled).settled is True
+    src.nudge(REVISIONS)
+    assert not src.settled
+    src.run_once()
+    assert src.settled
+
+
+def test_a_check_nudge_asks_the_revisit_batcher_at_once_without_a_history_request():
+    src, sub, wiki, store, clock, metrics, batcher = source()
+    src.run_once()
+    asked = len(wiki.calls)
+    src.nudge(CHECK)
+    src.run_once()
+    assert len(wiki.calls) == asked and batcher.scheduled[src.key][2] == 0.0
+
+
+@pytest.mark.parametrize("followed, expected", [(False, "its own rate"), (True, "the longest interval")])
+def test_a_followed_wiki_revisits_its_pages_only_as_a_safety_net(followed, expected):
+    src, *_, batcher = source(followed)
+    src.run_once()
+    delay, every = batcher.scheduled[src.key][2:]
+    assert (delay == every == EVERY) == followed, expected
+
+
+def test_the_registry_passes_nudges_by_page_key_and_checks_to_every_source_of_the_wiki():
+    made: list[DataSource] = []
+    nudged: list[tuple[str, str]] = []
+
+    class Recording(DataSource):
+        def nudge(self, kind):
+            nudged.append((self.title, kind))
+
+        def start(self):
+            pass
+
+    def factory(s, on_limit):
+        src = Recording(s.source_uuid, s.title, client=FakeWiki([]), store=MemoryStore(), batcher=FakeBatcher(),
+                        revisit_min_s=60, revisit_max_s=EVERY, on_limit=on_limit)
+        made.append(src)
+        return src
+
+    registry = Registry(factory, orphan_after_s=60)
+    a, b = spec("a", title="Apple"), spec("b", title="Pear")
+    registry.upsert(a)
+    registry.upsert(b)
+    assert registry.nudge([Nudge(a.wiki, HISTORY, str(source_uuid(a.wiki, "Apple"))),
+                           Nudge(a.wiki, REVISIONS, str(source_uuid(a.wiki, "Plum")))]) == 1
+    assert nudged == [("Apple", HISTORY)]
+    assert registry.nudge([Nudge(a.wiki, CHECK)]) == 2
+    assert sorted(nudged[1:]) == [("Apple", CHECK), ("Pear", CHECK)]
+
+
+def change_fields(rcid: int, title: str = "Apple") -> dict:
+    return {"rcid": rcid, "timestamp": T + timedelta(seconds=rcid), "page_id": 7, "ns": 0, "title": title}
+
+
+def at(rcid: int) -> str:
+    return FeedPosition(T + timedelta(seconds=rcid), rcid).token
+
+
+EVENTS = [
+    (NewRevision(**change_fields(1), rev_id=10, parent_id=9), [("Apple", REVISIONS)]),
+    (PageCreated(**change_fields(1), rev_id=10, parent_id=0), [("Apple", REVISIONS)]),
+    (PageMoved(**change_fields(1), new_ns=0, new_title="Apple (fruit)", redirect_left=True, rev_id=11),
+     [("Apple", REVISIONS), ("Apple (fruit)", REVISIONS)]),
+    (PageDeleted(**change_fields(1)), [("Apple", REVISIONS)]),
+    (PageRestored(**change_fields(1), revisions=3), [("Apple", HISTORY)]),
+    (VisibilityChanged(**change_fields(1), rev_ids=(10,), hidden_before=frozenset(),
+                       hidden_after=frozenset({"content"}), suppressed=False), [("Apple", HISTORY)]),
+    (HistoryMerged(**change_fields(1), dest_ns=0, dest_title="Pear", merge_point=T),
+     [("Apple", HISTORY), ("Pear", HISTORY)]),
+    (Imported(**change_fields(1), source="upload", revisions=2, rev_id=12), [("Apple", HISTORY)]),
+]
+
+
+@pytest.mark.parametrize("event, expected", EVENTS, ids=[type(e).__name__ for e, _ in EVENTS])
+def test_each_event_names_the_titles_whose_sources_must_act(event, expected):
+    assert [(c.title, c.kind) for c in changes_of(event)] == expected
+    assert all(c.at == at(1) and c.page_id == 7 for c in changes_of(event))
+
+
+def test_changes_merge_to_one_per_title_at_its_newest_entry_history_winning():
+    got = merged([FeedChange("Apple", HISTORY, at(1)), FeedChange("Pear", REVISIONS, at(2)),
+                  FeedChange("Apple", REVISIONS, at(3))])
+    assert got == [FeedChange("Pear", REVISIONS, at(2)), FeedChange("Apple", HISTORY, at(3))]
+
+
+def edit(rcid: int, title: str = "Apple") -> NewRevision:
+    return NewRevision(**change_fields(rcid, title), rev_id=100 + rcid, parent_id=0)
+
+
+def test_a_reader_keeps_what_it_read_until_the_hub_acknowledges_it():
+    start = FeedPosition(T, 0)
+    buf = feed_buffer.after_read(feed_buffer.start(start), [edit(1), edit(2, "Pear")], FeedPosition.parse(at(2)),
+                                 more=False, now=T + timedelta(seconds=30))
+    report = feed_buffer.report(buf)
+    assert report.since == start.token and report.position == at(2)
+    assert [c.title for c in report.changes] == ["Apple", "Pear"]
+    assert report.covered_to == (T + timedelta(seconds=30)).isoformat()
+    acked = feed_buffer.acknowledge(buf, FeedPosition.parse(at(1)))
+    assert [c.title for c in acked.changes] == ["Pear"] and acked.position == buf.position
+    assert feed_buffer.acknowledge(acked, FeedPosition.parse(at(1))) is acked     # the same duty again
+
+
+# acknowledged position as the hub sends it, expected (base, position) of the buffer after it
+ACKS = [
+    ("within what was read", at(1), (at(1), at(3))),
+    ("before what the buffer kept: the hub lost a report or restarted", None, (None, None)),
+    ("past what this reader read: another reader went further", at(9), (at(9), at(9))),
+]
+
+
+@pytest.mark.parametrize("why, acked, expected", ACKS, ids=[a[0] for a in ACKS])
+def test_an_acknowledgement_outside_what_was_read_starts_reading_over(why, acked, expected):
+    buf = feed_buffer.after_read(feed_buffer.start(FeedPosition.parse(at(0))), [edit(1), edit(3)],
+                                 FeedPosition.parse(at(3)), more=False, now=T)
+    after = feed_buffer.acknowledge(buf, None if acked is None else FeedPosition.parse(acked))
+    token = (lambda p: None if p is None else p.token)
+    assert (token(after.base), token(after.position)) == expected
+
+
+def test_a_report_is_bounded_and_then_vouches_only_for_what_it_carries():
+    events = [edit(i, f"Page {i}") for i in range(1, feed_buffer.MAX_REPORTED + 11)]
+    buf = feed_buffer.after_read(feed_buffer.start(FeedPosition(T, 0)), events, FeedPosition.parse(at(len(events))),
+                                 more=False, now=T + timedelta(hours=1))
+    report = feed_buffer.report(buf)
+    assert len(report.changes) == feed_buffer.MAX_REPORTED
+    assert report.position == report.changes[-1].at
+    assert report.covered_to == FeedPosition.parse(report.position).timestamp.isoformat()
+
+
+def test_a_gap_is_reported_until_acknowledged_past_it():
+    buf = feed_buffer.start(FeedPosition(T, 5))
+    gap = FeedGap(T.isoformat(), (T + timedelta(days=1)).isoformat())
+    resume = FeedPosition(T + timedelta(days=1), 40)
+    buf = feed_buffer.after_gap(buf, gap, resume)
+    assert feed_buffer.report(buf).gaps == (gap,) and buf.position == resume
+    assert feed_buffer.report(feed_buffer.acknowledge(buf, resume)).gaps == ()
+
+
+def test_feed_shapes_travel_both_ways_and_bad_ones_name_their_field():
+    poll = Poll(node_id="n", feeds={"http://w/api.php": FeedDuty("20261124070000|1", 10.0, "w", ("t",))},
+                changes=(Nudge("http://w/api.php", HISTORY, "k"), Nudge("http://w/api.php", CHECK)),
+                followed=("http://w/api.php",))
+    assert Poll.from_dict(poll.to_dict()) == poll
+    report = StatusReport(node_id="n", boot_id="b", attached=True, feeds={"http://w/api.php": FeedReport(
+        since=None, position=at(2), changes=(FeedChange("Apple", REVISIONS, at(2), 7),),
+        covered_to=T.isoformat(), gaps=(FeedGap(T.isoformat(), None),), requests=3)})
+    assert StatusReport.from_dict(report.to_dict()) == report
+    from shared.errors import ValidationError
+    for body, field in [({"node_id": "n", "changes": [{"wiki": "w", "kind": "later"}]}, "changes"),
+                        ({"node_id": "n", "feeds": {"w": {"interval_s": 0}}}, "feeds"),
+                        ({"node_id": "n", "changes": [{"wiki": "w", "kind": "history"}]}, "changes")]:
+        with pytest.raises(ValidationError) as caught:
+            Poll.from_dict(body)
+        assert caught.value.field == field
