@@ -62,6 +62,7 @@ def reload(r: Reload) -> dict:
 
 def dashboard(data: DashboardData, *, state: str | None, now: datetime) -> dict:
     """Every subscription state appears, zero or not, in the wire protocol's order."""
+    marks = {f.wiki: f.watermark for f in data.feeds}
     return {
         "generated_at": timestamp(now),
         "nodes": [node(n) for n in data.nodes],
@@ -70,8 +71,9 @@ def dashboard(data: DashboardData, *, state: str | None, now: datetime) -> dict:
             "revisions": int(data.revisions),
             "by_state": {name: data.subscription_states.get(name, 0) for name in STATES},
             "state": state,
-            "recent": [{**subscription(s), "tenant": tenant_name} for s, tenant_name in data.recent],
+            "recent": [{**subscription(s, marks), "tenant": tenant_name} for s, tenant_name in data.recent],
         },
         "tenants": {"total": data.tenant_count, "items": [tenant(t) for t in data.tenants]},
         "reloads": [reload(r) for r in data.reloads],
+        "feeds": [feed(f, now=now) for f in data.feeds],
     }

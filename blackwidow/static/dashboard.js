@@ -136,6 +136,7 @@
       cell(shortId(s.node)),
       cell(s.last_error ? withTitle(el("span", s.last_error), s.last_error) : el("span", "—", "muted"), "error"),
       cell(ago(s.updated_at, data.generated_at)),
+      cell(s.watermark ? ago(s.watermark, data.generated_at) : el("span", "—", "muted")),
     ])), subs.state ? "No subscription is " + label(subs.state) + "." : "No subscriptions yet.");
   }
 
@@ -209,6 +210,19 @@
     ])), "No wiki subscribed yet.");
   }
 
+  function renderFeeds(data) {
+    fillTable("feeds", data.feeds.map((f) => row([
+      cell(withTitle(el("span", wikiHost(f.wiki)), f.wiki), "name"),
+      cell(f.reader ? shortId(f.reader) : el("span", "—", "muted")),
+      cell(f.watermark ? ago(f.watermark, data.generated_at) : el("span", "—", "muted")),
+      cell(f.lag_s === null ? "—" : String(Math.round(f.lag_s)), "num"),
+      cell(count(f.changes), "num"),
+      cell(f.gaps ? withTitle(el("span", count(f.gaps)), f.last_gap) : el("span", "0"), "num"),
+      cell(count(f.subscriptions), "num"),
+      cell(f.error ? withTitle(el("span", f.error), f.error) : el("span", "—", "muted"), "error"),
+    ])), "No wiki's feed is followed yet.");
+  }
+
   function setStatus(text, kind) {
     const status = byId("status");
     status.textContent = text;
@@ -216,7 +230,7 @@
   }
 
   function clearData() {
-    for (const id of ["nodes", "subscriptions", "identities", "tenants", "reloads"]) {
+    for (const id of ["nodes", "subscriptions", "identities", "feeds", "tenants", "reloads"]) {
       byId(id).tBodies[0].replaceChildren();
     }
     for (const id of ["state-counts", "total-nodes", "total-subscriptions", "total-revisions", "total-tenants",
@@ -243,6 +257,7 @@
     renderNodes(data);
     renderSubscriptions(data);
     renderIdentities(data);
+    renderFeeds(data);
     renderTenants(data);
     renderReloads(data);
     byId("data").hidden = false;

@@ -1,11 +1,12 @@
 """What the operator's dashboard shows, read in one transaction: nodes, subscriptions by state, the most
-recently changed subscriptions, the busiest tenants, the latest reloads and the upstream identities. Reads
-only."""
+recently changed subscriptions, the busiest tenants, the latest reloads, the upstream identities and the
+wikis' change feeds. Reads only."""
 from typing import NamedTuple
 
 import sqlalchemy as sa
 
 from blackwidow.models import Reload, Subscription, Tenant
+from blackwidow.store.feeds import FeedView, list_feeds
 from blackwidow.store.identities import IdentityView, list_identities
 from blackwidow.store.nodes import NodeLoad, list_nodes
 from blackwidow.store.stats import store_counts
@@ -25,6 +26,7 @@ class DashboardData(NamedTuple):
     tenant_count: int
     reloads: list[Reload]                             # newest first
     identities: list[IdentityView] = []               # by host, with the windows not ended
+    feeds: list[FeedView] = []                        # by wiki
 
 
 def dashboard_data(session, *, state: str | None = None, now: float = 0.0) -> DashboardData:
@@ -44,4 +46,5 @@ def dashboard_data(session, *, state: str | None = None, now: float = 0.0) -> Da
         tenant_count=counts["tenants"],
         reloads=list(session.scalars(sa.select(Reload).order_by(Reload.id.desc()).limit(RELOADS))),
         identities=list_identities(session, now=now),
+        feeds=list_feeds(session),
     )

@@ -139,6 +139,11 @@ def test_operator_sees_nodes_states_quotas_and_reloads(seeded_hub, tmp_path):
         ["Alan Turing", "127.0.0.1:8780", "acme", "running", "120"],
         ["Alan Turing", "127.0.0.1:8780", "globex", "running", "40"]]
     assert subs[0][6] == dashboard.MARKUP_ERROR and len(subs) == 8
+    # the settled ones are fresh to the feed's watermark, seeded 42 s before the page was asked for
+    (feed,) = page.body_rows("feeds")
+    assert feed[0] == "127.0.0.1:8780" and feed[2] == subs[1][8] == subs[2][8] and subs[0][8] == "—"
+    assert feed[2].endswith(" s ago") and 42 <= int(feed[2].split()[0]) < 60
+    assert feed[4:7] == ["1,234", "1", "8"] and feed[7] == "—"
 
     assert [row[:3] + row[4:] for row in page.body_rows("tenants")] == [
         ["acme", "1,000", "1,000", "4"], [dashboard.MARKUP_TENANT, "50", "200", "1"], ["globex", "45", "—", "3"]]
