@@ -408,7 +408,7 @@ class DataSource:
                                                            "extra": len(found.extra)})
         if found.missing or shown:
             # one write for both: with content it reads the whole stored range again
-            self._write_again({*found.missing, *shown}, on_wiki, last)
+            self._write_again({*found.missing, *shown}, on_wiki)
         if found.missing:
             self.metrics.revisions_repaired.labels(wiki=host).inc(len(found.missing))
             self._load(self.store.page(host, page_id))
@@ -418,15 +418,18 @@ class DataSource:
         self.metrics.history_checks.labels(wiki=host, outcome=outcome).inc()
         self._checked_at, self.proven = now, found.complete_after_repair
 
-    def _write_again(self, rev_ids: Iterable[int], on_wiki: list[Revision], last: tuple[datetime, int]) -> None:
-        """Write these revisions of the wiki's listing; with their texts (the stored range read again with
-        content) when a subscriber wants content."""
+    def _write_again(self, rev_ids: Iterable[int], on_wiki: list[Revision]) -> None:
+        """Write these revisions of the wiki's listing; with their texts, read by revision id (50 a request),
+        when a subscriber wants content."""
         if self._stop.is_set():
             raise Cancelled("stopped before writing")
+        wanted = set(rev_ids)
         if self._need()[1]:
-            self._rewrite(last, content=True)
+            revisions = self.client.revisions_by_id(self.resolved, wanted, content=True, **self._kw())
+            if self._stop.is_set():
+                raise Cancelled("stopped before writing")
+            self._write(revisions)
         else:
-            wanted = set(rev_ids)
             self._write([r for r in on_wiki if r.rev_id in wanted])
 
     def _apply_visibility(self, vis: completeness.Visibility, where: dict) -> tuple[int, ...]:

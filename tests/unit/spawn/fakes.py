@@ -175,6 +175,11 @@ class FakeWiki:
         for i in range((cont or {}).get("offset", 0), max(len(revs), 1), self.batch):
             yield revs[i:i + self.batch]
 
+    def revisions_by_id(self, page, rev_ids, *, content=False, **kw):
+        wanted = set(rev_ids)
+        self.calls.append(("by_id", tuple(sorted(wanted)), content))
+        return [r for r in self._history(None, content) if r.rev_id in wanted]
+
     def _history(self, start, content):
         return [replace(r, content=f"text of {r.rev_id}") if content else r
                 for r in self.history if start is None or r.timestamp >= start]

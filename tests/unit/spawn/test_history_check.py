@@ -154,3 +154,17 @@ def test_fields_the_wiki_hides_later_leave_the_store_at_the_next_check_and_come_
     if content:
         assert store.content("wiki.test", b.rev_id) == f"text of {b.rev_id}"
     assert visibility_changes(metrics, "shown") == 2 and sub.status().revisions == 20
+
+
+def test_a_content_repair_reads_only_the_missing_revisions_by_id_not_the_whole_history():
+    src, sub, wiki, store, clock, metrics = source(content=True)
+    src.run_once()
+    old = imported(wiki, 3)
+    clock.advance(EVERY)
+    asked = len(wiki.calls)
+    src.run_once()
+    new_calls = wiki.calls[asked:]
+    assert [c for c in new_calls if c[0] == "by_id"] == [("by_id", tuple(sorted(r.rev_id for r in old)), True)]
+    # the history is listed from its start without content; with content only from the resume point on
+    assert not [c for c in new_calls if c[0] == "revisions" and c[1] is None and c[2]]
+    assert [store.content("wiki.test", r.rev_id) for r in old] == [f"text of {r.rev_id}" for r in old]
