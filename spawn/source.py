@@ -379,7 +379,7 @@ class DataSource:
     def _verify(self) -> None:
         """Once caught up (spawn.completeness says when): the wiki's history without content up to the resume
         point, compared by revision id with the stored one; the revisions missing from the store are written
-        (with content when a subscriber wants it: the stored range is then read again with it)."""
+        (with content when a subscriber wants it: those revisions are then read again by id with it)."""
         now = self._now()
         if not self.complete:
             self._caught_up_at = None
