@@ -123,6 +123,7 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
         upstream = identities.load(session, reported={i for uses in state.uses.values() for i in uses})
         if state.feeds is None:
             state.feeds = feeds_store.load(session)
+    before_feeds = dict(state.feeds)       # as persisted: the tick writes the feeds that changed
     live = sorted((n for n in snap.nodes.values() if n.state == store.LIVE), key=lambda n: n.id)
     live_ids = frozenset(n.id for n in live)
     stages.end("load")
@@ -142,6 +143,10 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
     feeds = _feed_round(state, snap, live_ids, config, at)
     polled = _poll_nodes(spawn_client, live, snap, metrics, leases, budgets, paging, state.reports, feeds)
     stages.end("polls")
+    # the changes the readers reported go to their nodes now, not a poll later
+    read = _feeds_read(state.feeds or {}, feeds, polled, snap, live_ids, at, metrics)
+    state.feeds = _push_nudges(spawn_client, read, polled, snap, live_ids)
+    stages.end("feeds")
     state.uses = {nid: r.identities for nid, r in polled.reports.items()} | \
         {nid: use for nid, use in state.uses.items() if nid in polled.failed}
     rules = Rules.of(config)
@@ -155,8 +160,7 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
     outcomes = _execute(spawn_client, decision.plan, snap, metrics)
     stages.end("sends")
     settlement = settle(snap, decision, outcomes, at, rules)
-    before_feeds = dict(state.feeds or {})
-    state.feeds = _feeds_after(state.feeds or {}, feeds, polled, snap, decision.live, at, metrics)
+    state.feeds = _feeds_settled(state.feeds, decision.live, at, metrics)
     _freeze_watermarks(settlement.subscriptions, snap, before_feeds)
     try:
         with sessionmaker.begin() as session:
@@ -303,11 +307,10 @@ def _wanted(snap: Snapshot) -> dict[str, feed_plan.Wanted]:
     return {wiki: feed_plan.Wanted(identity[wiki], tuple(sorted(t))) for wiki, t in tenants.items()}
 
 
-def _feeds_after(feeds: Mapping[str, feed_plan.WikiFeedState], sent: FeedRound, polled: Polled, snap: Snapshot,
-                 live: frozenset[str], at: datetime,
-                 metrics: SchedulerMetrics) -> dict[str, feed_plan.WikiFeedState]:
-    """The feeds after this tick's polls: delivered nudges done, the readers' reports routed, what is fully
-    delivered acknowledged."""
+def _feeds_read(feeds: Mapping[str, feed_plan.WikiFeedState], sent: FeedRound, polled: Polled, snap: Snapshot,
+                live: frozenset[str], at: datetime,
+                metrics: SchedulerMetrics) -> dict[str, feed_plan.WikiFeedState]:
+    """The feeds after this tick's polls: the nudges they carried delivered, the readers' reports routed."""
     answered = set(polled.reports)
     out = {wiki: feed_plan.delivered(s, sent.nudges, answered, live) for wiki, s in feeds.items()}
     readers = {wiki: node for node, duties in sent.duties.items() for wiki in duties}
@@ -327,7 +330,30 @@ def _feeds_after(feeds: Mapping[str, feed_plan.WikiFeedState], sent: FeedRound, 
             metrics.feed_gaps.labels(label).inc(after.gaps - before.gaps)
             logger.warning("feed.gap", extra={"wiki": wiki, "gap": after.last_gap})
         out[wiki] = after
-    out = {wiki: feed_plan.settle(s) for wiki, s in out.items()}
+    return out
+
+
+def _push_nudges(client: SpawnClient, feeds: Mapping[str, feed_plan.WikiFeedState], polled: Polled,
+                 snap: Snapshot, live: frozenset[str]) -> dict[str, feed_plan.WikiFeedState]:
+    """Send the pending nudges to the nodes that answered this tick's poll (POST /v1/changes, nodes at once);
+    what a node took is delivered, the rest waits for its next poll."""
+    outgoing = {node: nudges for node, nudges in feed_plan.outgoing(feeds).items() if node in polled.reports}
+
+    def push(node: str) -> str | None:
+        try:
+            client.send_changes(snap.nodes[node].url, outgoing[node])
+            return node
+        except SpawnError as exc:
+            logger.warning("feed.nudges_failed", extra={"node": node, "error": str(exc)})
+            return None
+    took = {node for node in _each(push, sorted(outgoing)) if node is not None}
+    return {wiki: feed_plan.delivered(s, outgoing, took, live) for wiki, s in feeds.items()}
+
+
+def _feeds_settled(feeds: Mapping[str, feed_plan.WikiFeedState] | None, live: frozenset[str], at: datetime,
+                   metrics: SchedulerMetrics) -> dict[str, feed_plan.WikiFeedState]:
+    """What is fully delivered acknowledged; nothing pending for a node no longer live."""
+    out = {wiki: feed_plan.settle(feed_plan.delivered(s, {}, (), live)) for wiki, s in (feeds or {}).items()}
     for wiki, s in out.items():
         if s.watermark is not None:
             metrics.feed_lag.labels(wiki_key(wiki)).set(max(0.0, (at - s.watermark).total_seconds()))

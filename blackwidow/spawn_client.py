@@ -13,6 +13,7 @@ from typing import Sequence
 import requests
 
 from shared.errors import ValidationError
+from shared.feed_wire import Nudge
 from shared.wire import Poll, SendBatch, SendBatchAck, StatusReport, SubscriptionSpec
 
 logger = logging.getLogger(__name__)
@@ -59,6 +60,14 @@ class SpawnClient:
     def keepalive(self, node_url: str) -> None:
         """POST /v1/keepalive: the scheduler is alive between polls (docs/coordination.md, "Liveness")."""
         self._call("POST", node_url, "/v1/keepalive", {})
+
+    def send_changes(self, node_url: str, changes: Sequence[Nudge]) -> int:
+        """POST /v1/changes: the change feed's nudges for this node; returns how many sources it nudged."""
+        body = self._call("POST", node_url, "/v1/changes", {"changes": [n.to_dict() for n in changes]})
+        nudged = body.get("nudged") if isinstance(body, dict) else None
+        if not isinstance(nudged, int) or isinstance(nudged, bool):
+            raise SpawnBadResponse("changes: 'nudged' missing", node_url=node_url)
+        return nudged
 
     def send_batch(self, node_url: str, drops: Sequence[str],
                    puts: Sequence[SubscriptionSpec]) -> SendBatchAck:

@@ -139,7 +139,7 @@ class HubConfig(CommonConfig):
     report_page_items: int = 1000
     # change feeds (docs/coordination.md): seconds between a reader's reads of one wiki's feed; 0: no feeds,
     # every page is revisited on its own
-    feed_interval_s: float = 10.0
+    feed_interval_s: float = 3.0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> "HubConfig":

@@ -462,7 +462,7 @@ class MediaWikiClient:
         if more is not None and not isinstance(more, dict):
             raise BadResponse("'continue' is not an object")
         wiki = wiki_key(self.api_url)
-        revisions = []
+        revisions: list[Revision] = []
         for p in _pages(body):
             if p.get("pageid") != page.page_id:
                 continue

@@ -88,15 +88,23 @@ class Node:
             if poll.report is None or poll.report.after is None:     # a poll's first request
                 self._apply_feeds(poll)
             if poll.changes:
-                for nudge in poll.changes:
-                    self.metrics.nudges.labels(kind=nudge.kind).inc()
-                self.registry.nudge(poll.changes)
+                self._nudge(poll.changes)
             self._round, complete = poll_rounds.receive(self._round, poll.page, poll.assigned)
             if complete is not None:        # only a complete list may make an orphan
                 self.registry.poll(complete)
                 self._last_assigned = complete
                 self._put_since = set()
         return self.report(poll.report if poll is not None else None)
+
+    def nudge(self, changes: Sequence[Nudge]) -> int:
+        """POST /v1/changes: the hub's nudges, sent in the tick that read them. Counts as hub contact."""
+        self.contact()
+        return self._nudge(changes)
+
+    def _nudge(self, changes: Sequence[Nudge]) -> int:
+        for nudge in changes:
+            self.metrics.nudges.labels(kind=nudge.kind).inc()
+        return self.registry.nudge(changes)
 
     def _apply_feeds(self, poll: Poll) -> None:
         """The feeds this node reads, and the wikis whose feed is followed: a wiki no longer followed has
