@@ -132,20 +132,16 @@ def delivered(state: WikiFeedState, sent: Mapping[str, Iterable[Nudge]], answere
     return replace(state, pending=pending)
 
 
-def index(subscriptions: Iterable[tuple[str, str, str | None]], wikis: set[str]) -> dict[str, set[str]]:
-    """{route key: nodes holding it} for the subscriptions of `wikis`: (wiki, route key, node) triples."""
-    out: dict[str, set[str]] = {}
-    for wiki, key, node in subscriptions:
-        if node is not None and wiki in wikis:
-            out.setdefault(key, set()).add(node)
-    return out
+def keys_of(report: FeedReport, wiki: str) -> set[str]:
+    """The page keys a report's changes name."""
+    return {str(source_uuid(wiki, c.title)) for c in report.changes}
 
 
 def absorb(state: WikiFeedState, reader: str, report: FeedReport, holders: Mapping[str, set[str]],
            nodes_of_wiki: Iterable[str], wiki: str, now: datetime) -> WikiFeedState:
     """The reader's report: changes after what was routed become nudges for the nodes holding those pages
     (HISTORY wins over REVISIONS for one page); a new gap becomes a CHECK for every node holding a page of
-    the wiki. `holders`: index() of the wiki's subscriptions."""
+    the wiki. `holders`: {page key: nodes holding a subscription routed by it}, for the keys_of(report)."""
     pending = {node: dict(keys) for node, keys in state.pending.items()}
     routed = state.read_to
     fresh = [c for c in report.changes if routed is None or _after(c.at, routed)]

@@ -62,6 +62,10 @@ class PollerState:
     feeds: dict[str, feed_plan.WikiFeedState] | None = None
     # the wikis enabled subscriptions want, as of a change number
     wanted: tuple[int, dict[str, feed_plan.Wanted]] | None = None
+    # {wiki: {route key: subscription ids}} of the enabled subscriptions, as of (snapshot, change number,
+    # page keys written): a feed's changes are routed through it without a pass over every subscription
+    routes: tuple[tuple, dict[str, dict[str, list[str]]]] | None = None
+    page_keys: int = 0              # ticks that wrote a page key
 
 
 @dataclass(frozen=True)
@@ -144,7 +148,7 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
     polled = _poll_nodes(spawn_client, live, snap, metrics, leases, budgets, paging, state.reports, feeds)
     stages.end("polls")
     # the changes the readers reported go to their nodes now, not a poll later
-    read = _feeds_read(state.feeds or {}, feeds, polled, snap, live_ids, at, metrics)
+    read = _feeds_read(state, feeds, polled, snap, live_ids, at, metrics)
     state.feeds = _push_nudges(spawn_client, read, polled, snap, live_ids)
     stages.end("feeds")
     state.uses = {nid: r.identities for nid, r in polled.reports.items()} | \
@@ -169,6 +173,8 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
             feeds_store.save(session, state.feeds, before_feeds)
             changes.prune(session, state.cache.seq)
         store.apply_settlement(state.cache.snapshot, *written)
+        if any("page_key" in values for values in written[2].values()):
+            state.page_keys += 1
     except fencing.LeadershipLost:
         state.cache = None
         state.feeds = None
@@ -307,21 +313,20 @@ def _wanted(snap: Snapshot) -> dict[str, feed_plan.Wanted]:
     return {wiki: feed_plan.Wanted(identity[wiki], tuple(sorted(t))) for wiki, t in tenants.items()}
 
 
-def _feeds_read(feeds: Mapping[str, feed_plan.WikiFeedState], sent: FeedRound, polled: Polled, snap: Snapshot,
-                live: frozenset[str], at: datetime,
-                metrics: SchedulerMetrics) -> dict[str, feed_plan.WikiFeedState]:
+def _feeds_read(state: PollerState, sent: FeedRound, polled: Polled, snap: Snapshot, live: frozenset[str],
+                at: datetime, metrics: SchedulerMetrics) -> dict[str, feed_plan.WikiFeedState]:
     """The feeds after this tick's polls: the nudges they carried delivered, the readers' reports routed."""
     answered = set(polled.reports)
-    out = {wiki: feed_plan.delivered(s, sent.nudges, answered, live) for wiki, s in feeds.items()}
+    out = {wiki: feed_plan.delivered(s, sent.nudges, answered, live) for wiki, s in (state.feeds or {}).items()}
     readers = {wiki: node for node, duties in sent.duties.items() for wiki in duties}
     reports = {wiki: (node, polled.reports[node].feeds[wiki]) for wiki, node in readers.items()
                if node in polled.reports and wiki in polled.reports[node].feeds}
-    busy = {wiki for wiki, (_, r) in reports.items() if r.changes or r.gaps}
-    holders = _holders(snap, busy) if busy else {}
+    routes = _routes(state, snap) if any(r.changes or r.gaps for _, r in reports.values()) else {}
     for wiki, (node, report) in reports.items():
         before = out.get(wiki, feed_plan.WikiFeedState())
-        held = holders.get(wiki, {})
-        nodes = {n for ns in held.values() for n in ns}
+        keys = routes.get(wiki, {})
+        held = {key: _nodes(snap, keys.get(key, ())) for key in feed_plan.keys_of(report, wiki)}
+        nodes = _nodes(snap, (sid for sids in keys.values() for sid in sids)) if report.gaps else set()
         after = feed_plan.absorb(before, node, report, held, nodes, wiki, at)
         label = wiki_key(wiki)
         if after.changes > before.changes:
@@ -360,15 +365,28 @@ def _feeds_settled(feeds: Mapping[str, feed_plan.WikiFeedState] | None, live: fr
     return out
 
 
-def _holders(snap: Snapshot, wikis: set[str]) -> dict[str, dict[str, set[str]]]:
-    """{wiki: {route key: nodes}} for the enabled subscriptions of `wikis` that have a node."""
-    out: dict[str, dict[str, set[str]]] = {}
-    for sid, sub in snap.subscriptions.items():
-        if sub.enabled and sub.spec.wiki in wikis:
-            a = snap.assignments.get(sid)
-            node = a.node_id if a is not None else sub.node_id
-            if node is not None:
-                out.setdefault(sub.spec.wiki, {}).setdefault(sub.route_key, set()).add(node)
+def _routes(state: PollerState, snap: Snapshot) -> dict[str, dict[str, list[str]]]:
+    """{wiki: {route key: subscription ids}} of the enabled subscriptions, built again only when the
+    snapshot, the admin API's changes or the page keys changed since."""
+    version = (id(snap), state.cache.seq if state.cache is not None else None, state.page_keys)
+    if state.routes is None or state.routes[0] != version:
+        routes: dict[str, dict[str, list[str]]] = {}
+        for sid, sub in snap.subscriptions.items():
+            if sub.enabled:
+                routes.setdefault(sub.spec.wiki, {}).setdefault(sub.route_key, []).append(sid)
+        state.routes = (version, routes)
+    return state.routes[1]
+
+
+def _nodes(snap: Snapshot, sub_ids) -> set[str]:
+    """The nodes these subscriptions are assigned to (or were last placed on)."""
+    out = set()
+    for sid in sub_ids:
+        a = snap.assignments.get(sid)
+        node = a.node_id if a is not None else (snap.subscriptions[sid].node_id if sid in snap.subscriptions
+                                                else None)
+        if node is not None:
+            out.add(node)
     return out
 
 
