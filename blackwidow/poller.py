@@ -64,7 +64,7 @@ class PollerState:
     wanted: tuple[int, dict[str, feed_plan.Wanted]] | None = None
     # {wiki: {route key: subscription ids}} of the enabled subscriptions, as of (snapshot, change number,
     # page keys written): a feed's changes are routed through it without a pass over every subscription
-    routes: tuple[tuple, dict[str, dict[str, list[str]]]] | None = None
+    routes: tuple[tuple | None, dict[str, dict[str, list[str]]]] | None = None
     page_keys: int = 0              # ticks that wrote a page key
 
 
@@ -368,13 +368,16 @@ def _feeds_settled(feeds: Mapping[str, feed_plan.WikiFeedState] | None, live: fr
 def _routes(state: PollerState, snap: Snapshot) -> dict[str, dict[str, list[str]]]:
     """{wiki: {route key: subscription ids}} of the enabled subscriptions, built again only when the
     snapshot, the admin API's changes or the page keys changed since."""
-    version = (id(snap), state.cache.seq if state.cache is not None else None, state.page_keys)
-    if state.routes is None or state.routes[0] != version:
+    cached = state.cache
+    # the cached snapshot, not `snap`: a tick with leased tenants works on a marked copy of it
+    version = (id(cached.snapshot), cached.seq, state.page_keys) if cached is not None else None
+    if state.routes is None or version is None or state.routes[0] != version:
         routes: dict[str, dict[str, list[str]]] = {}
         for sid, sub in snap.subscriptions.items():
             if sub.enabled:
                 routes.setdefault(sub.spec.wiki, {}).setdefault(sub.route_key, []).append(sid)
         state.routes = (version, routes)
+        return routes
     return state.routes[1]
 
 
