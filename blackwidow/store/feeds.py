@@ -18,8 +18,11 @@ MAX_ERROR = 500
 
 def load(session: Session) -> dict[str, WikiFeedState]:
     """What a scheduler starting to lead knows of each feed: its acknowledged position and watermark."""
+    # the last report's time and error too: a scheduler that restarts keeps following a feed that answered
+    # just now, rather than have every page of the wiki checked one by one
     return {row.wiki: WikiFeedState(acked=row.position, watermark=_aware(row.watermark), read_to=row.position,
-                                    covered_to=_aware(row.watermark), reader=row.reader, changes=row.changes,
+                                    covered_to=_aware(row.watermark), reader=row.reader,
+                                    reported_at=_aware(row.reported_at), error=row.error, changes=row.changes,
                                     gaps=row.gaps, last_gap=row.last_gap)
             for row in session.scalars(sa.select(WikiFeed))}
 
@@ -42,7 +45,7 @@ def save(session: Session, feeds: Mapping[str, WikiFeedState], before: Mapping[s
 
 def _persisted(state: WikiFeedState) -> tuple:
     return (state.acked, state.watermark, state.reader, state.error, state.changes, state.gaps, state.last_gap,
-            state.reported_at is None)
+            state.reported_at)
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 nodes harvesting pages of the writable wiki, whose per-page revisits are an hour away. Every change below
 therefore reaches the store through the wiki's feed alone: read once for the cluster by one node, routed by
 the hub to the node fetching the page. The admin API shows the feed (reader, position, watermark, lag) and
-each subscription's freshness watermark."""
+each subscription's freshness watermark; a restarted hub goes on from the feed position it persisted."""
 import time
 from datetime import datetime, timezone
 
@@ -67,6 +67,13 @@ def test_changes_reach_the_store_through_one_feed_for_the_cluster(
                  "the new revision stored")
         wait_for(lambda: row(edited)["settled"] and _when(row(edited)["watermark"]) >= edited_at, 30, 0.2,
                  "the watermark past the edit")
+
+        # a restarted hub goes on from the position it persisted: an edit made while it was down is not missed
+        hub.stop()
+        during = admin.edit(edited, "an edit while the hub is down")
+        hub.start("second")
+        wait_for(lambda: row(edited)["last_rev_id"] == during and row(edited)["revisions"] == 4, 60, 0.2,
+                 "the edit made while the hub was down stored")
 
         # a move: the subscription follows the page id to its new title
         admin.move(moved, f"{moved} renamed")
