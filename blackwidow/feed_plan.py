@@ -8,8 +8,10 @@ is: a reader elsewhere would take the slot from a long backfill at every read. A
 chosen by rendezvous over the live nodes. What it reads comes back in its status report; the hub turns
 each changed title into a nudge for the node that fetches that page (the subscription's route key is the
 page key of that title) and delivers it in that node's next poll. A feed's position is acknowledged, and its
-watermark advances, only once every nudge read up to it was delivered: a lost report, a failed poll or a
-restarted hub re-reads from the acknowledged position, never skips.
+watermark advances, only once every nudge read up to it was delivered and every node that took one outside a
+poll has answered a poll since (its statuses then show those pages unsettled, so no subscription shows a
+watermark past a change its node has not read): a lost report, a failed poll or a restarted hub re-reads from
+the acknowledged position, never skips.
 """
 from __future__ import annotations
 
@@ -44,6 +46,11 @@ class WikiFeedState:
     last_gap: str | None = None
     changes: int = 0
     requests: int = 0
+    # read up to `delivered_to` and all delivered; acknowledged once the `awaiting` nodes, which took nudges
+    # outside a poll, answered a poll since
+    delivered_to: str | None = None
+    delivered_covered: datetime | None = None
+    awaiting: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -168,12 +175,26 @@ def absorb(state: WikiFeedState, reader: str, report: FeedReport, holders: Mappi
                    last_gap=f"{new_gaps[-1].start}/{new_gaps[-1].end or ''}" if new_gaps else state.last_gap)
 
 
-def settle(state: WikiFeedState) -> WikiFeedState:
-    """With nothing pending, what was read is acknowledged and the watermark advances to it."""
-    if state.pending or state.read_to is None:
+def confirm(state: WikiFeedState, answered: Iterable[str], live: Iterable[str]) -> WikiFeedState:
+    """After a tick's polls: the nodes that answered (or are gone) no longer hold back what was delivered;
+    once none does, it is acknowledged and the watermark advances to it."""
+    awaiting = state.awaiting & frozenset(live) - frozenset(answered)
+    state = replace(state, awaiting=awaiting)
+    if awaiting or state.delivered_to is None:
         return state
-    watermark = state.covered_to if state.covered_to is not None else state.watermark
-    return replace(state, acked=state.read_to, watermark=watermark)
+    return replace(state, acked=state.delivered_to, watermark=state.delivered_covered or state.watermark,
+                   delivered_to=None, delivered_covered=None)
+
+
+def settle(state: WikiFeedState, took: Iterable[str] = ()) -> WikiFeedState:
+    """At a tick's end: with nothing pending, everything read was delivered. `took`: the nodes that took this
+    wiki's nudges outside a poll this tick; without any, what was read is acknowledged now, else once they
+    answered a poll (confirm)."""
+    if state.pending or state.read_to is None or state.read_to == state.acked:
+        return state
+    state = replace(state, delivered_to=state.read_to, delivered_covered=state.covered_to,
+                    awaiting=state.awaiting | frozenset(took))
+    return confirm(state, (), state.awaiting)
 
 
 def frozen_watermarks(settled: Iterable[tuple[str, str, bool | None, bool | None]],

@@ -149,7 +149,7 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
     stages.end("polls")
     # the changes the readers reported go to their nodes now, not a poll later
     read = _feeds_read(state, feeds, polled, snap, live_ids, at, metrics)
-    state.feeds = _push_nudges(spawn_client, read, polled, snap, live_ids)
+    state.feeds, pushed = _push_nudges(spawn_client, read, polled, snap, live_ids)
     stages.end("feeds")
     state.uses = {nid: r.identities for nid, r in polled.reports.items()} | \
         {nid: use for nid, use in state.uses.items() if nid in polled.failed}
@@ -164,7 +164,7 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
     outcomes = _execute(spawn_client, decision.plan, snap, metrics)
     stages.end("sends")
     settlement = settle(snap, decision, outcomes, at, rules)
-    state.feeds = _feeds_settled(state.feeds, decision.live, at, metrics)
+    state.feeds = _feeds_settled(state.feeds, pushed, decision.live, at, metrics)
     _freeze_watermarks(settlement.subscriptions, snap, before_feeds)
     try:
         with sessionmaker.begin() as session:
@@ -317,7 +317,8 @@ def _feeds_read(state: PollerState, sent: FeedRound, polled: Polled, snap: Snaps
                 at: datetime, metrics: SchedulerMetrics) -> dict[str, feed_plan.WikiFeedState]:
     """The feeds after this tick's polls: the nudges they carried delivered, the readers' reports routed."""
     answered = set(polled.reports)
-    out = {wiki: feed_plan.delivered(s, sent.nudges, answered, live) for wiki, s in (state.feeds or {}).items()}
+    out = {wiki: feed_plan.confirm(feed_plan.delivered(s, sent.nudges, answered, live), answered, live)
+           for wiki, s in (state.feeds or {}).items()}
     readers = {wiki: node for node, duties in sent.duties.items() for wiki in duties}
     reports = {wiki: (node, polled.reports[node].feeds[wiki]) for wiki, node in readers.items()
                if node in polled.reports and wiki in polled.reports[node].feeds}
@@ -339,9 +340,11 @@ def _feeds_read(state: PollerState, sent: FeedRound, polled: Polled, snap: Snaps
 
 
 def _push_nudges(client: SpawnClient, feeds: Mapping[str, feed_plan.WikiFeedState], polled: Polled,
-                 snap: Snapshot, live: frozenset[str]) -> dict[str, feed_plan.WikiFeedState]:
+                 snap: Snapshot, live: frozenset[str],
+                 ) -> tuple[dict[str, feed_plan.WikiFeedState], dict[str, set[str]]]:
     """Send the pending nudges to the nodes that answered this tick's poll (POST /v1/changes, nodes at once);
-    what a node took is delivered, the rest waits for its next poll."""
+    what a node took is delivered, the rest waits for its next poll. Also returns {wiki: the nodes that took
+    its nudges}."""
     outgoing = {node: nudges for node, nudges in feed_plan.outgoing(feeds).items() if node in polled.reports}
 
     def push(node: str) -> str | None:
@@ -352,13 +355,17 @@ def _push_nudges(client: SpawnClient, feeds: Mapping[str, feed_plan.WikiFeedStat
             logger.warning("feed.nudges_failed", extra={"node": node, "error": str(exc)})
             return None
     took = {node for node in _each(push, sorted(outgoing)) if node is not None}
-    return {wiki: feed_plan.delivered(s, outgoing, took, live) for wiki, s in feeds.items()}
+    by_wiki = {wiki: {node for node in s.pending if node in took} for wiki, s in feeds.items()}
+    return {wiki: feed_plan.delivered(s, outgoing, took, live) for wiki, s in feeds.items()}, by_wiki
 
 
-def _feeds_settled(feeds: Mapping[str, feed_plan.WikiFeedState] | None, live: frozenset[str], at: datetime,
+def _feeds_settled(feeds: Mapping[str, feed_plan.WikiFeedState] | None, pushed: Mapping[str, set[str]],
+                   live: frozenset[str], at: datetime,
                    metrics: SchedulerMetrics) -> dict[str, feed_plan.WikiFeedState]:
-    """What is fully delivered acknowledged; nothing pending for a node no longer live."""
-    out = {wiki: feed_plan.settle(feed_plan.delivered(s, {}, (), live)) for wiki, s in (feeds or {}).items()}
+    """What is fully delivered acknowledged (or due once the nodes that took nudges this tick answer a poll);
+    nothing pending for a node no longer live."""
+    out = {wiki: feed_plan.settle(feed_plan.delivered(s, {}, (), live), pushed.get(wiki, ()))
+           for wiki, s in (feeds or {}).items()}
     for wiki, s in out.items():
         if s.watermark is not None:
             metrics.feed_lag.labels(wiki_key(wiki)).set(max(0.0, (at - s.watermark).total_seconds()))

@@ -160,3 +160,23 @@ WATERMARKS = [
 @pytest.mark.parametrize("sub, expected", WATERMARKS)
 def test_a_subscription_that_stops_being_settled_keeps_the_watermark_it_had(sub, expected):
     assert feed_plan.frozen_watermarks([sub], {WIKI: T0}) == expected
+
+
+def test_nudges_taken_outside_a_poll_hold_the_watermark_until_their_node_answered_a_poll():
+    holders = {key("Apple"): {"a"}}
+    covered = T0 + timedelta(seconds=40)
+    state = feed_plan.absorb(WikiFeedState(acked="20261124070000|0", watermark=T0), "r",
+                             report(change("Apple"), covered=covered), holders, {"a"}, WIKI, T0)
+    pushed = feed_plan.delivered(state, feed_plan.outgoing({WIKI: state}), answered={"a"}, live={"a"})
+    # delivered, but a's statuses were reported before it took the nudge: they may still say settled
+    held = feed_plan.settle(pushed, took={"a"})
+    assert held.pending == {} and held.acked == "20261124070000|0" and held.watermark == T0
+    # a later read before a answers: the newer position waits for a too
+    later = feed_plan.settle(feed_plan.absorb(held, "r", report(change("Pear", second=5), covered=covered
+                                                                + timedelta(seconds=5)), {}, {"a"}, WIKI, T0))
+    assert later.acked == "20261124070000|0" and later.awaiting == {"a"}
+    assert feed_plan.confirm(later, answered=set(), live={"a"}).acked == "20261124070000|0"
+    done = feed_plan.confirm(later, answered={"a"}, live={"a"})
+    assert done.acked == "20261124070005|5" and done.watermark == covered + timedelta(seconds=5)
+    # a node that died holds nothing back
+    assert feed_plan.confirm(later, answered=set(), live=set()).acked == "20261124070005|5"
