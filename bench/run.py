@@ -17,7 +17,8 @@ from datetime import datetime, timezone
 from bench.common import ROOT
 
 SCRIPTS = ("requests_per_revision", "change_detection", "ingest", "writer", "hub_scale", "movement",
-           "recovery", "quota", "content_storage", "ring_harvest", "upstream_budget", "dump_ingest")
+           "recovery", "quota", "content_storage", "ring_harvest", "upstream_budget", "dump_ingest",
+           "feed_freshness")
 
 
 def machine() -> str:
