@@ -200,7 +200,7 @@ def settle(state: WikiFeedState, took: Iterable[str] = ()) -> WikiFeedState:
     """At a tick's end: with nothing pending, everything read was delivered. `took`: the nodes that took this
     wiki's nudges outside a poll this tick; without any, what was read is acknowledged now, else once they
     answered a poll (confirm)."""
-    if state.pending or state.read_to is None or state.read_to == state.acked:
+    if state.pending or state.read_to is None or (state.read_to, state.covered_to) == (state.acked, state.watermark):
         return state
     state = replace(state, delivered_to=state.read_to, delivered_covered=state.covered_to,
                     awaiting=state.awaiting | frozenset(took))

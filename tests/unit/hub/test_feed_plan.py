@@ -194,3 +194,11 @@ def test_nudges_taken_outside_a_poll_hold_the_watermark_until_their_node_answere
     assert done.acked == "20261124070005|5" and done.watermark == covered + timedelta(seconds=5)
     # a node that died holds nothing back
     assert feed_plan.confirm(later, answered=set(), live=set()).acked == "20261124070005|5"
+
+
+def test_reads_that_find_nothing_new_still_advance_the_watermark():
+    state = WikiFeedState(acked="20261124070000|0", watermark=T0, read_to="20261124070000|0", covered_to=T0)
+    quiet = feed_plan.absorb(state, "r", report(position="20261124070000|0", covered=T0 + timedelta(seconds=9)),
+                             {}, set(), WIKI, T0)
+    after = feed_plan.settle(quiet)
+    assert after.acked == "20261124070000|0" and after.watermark == T0 + timedelta(seconds=9)
