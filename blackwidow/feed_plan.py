@@ -26,9 +26,6 @@ from shared.hashing import source_uuid, stable_hash
 MAX_NUDGES_PER_POLL = 5_000
 # Tenants a reader's requests are counted under in the identity's freshness lane
 MAX_DUTY_TENANTS = 20
-# A live reader keeps its feed at least this long: the nodes' waiting requests change from tick to tick, and
-# each new reader reads again what was not acknowledged
-MIN_READER_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -42,7 +39,6 @@ class WikiFeedState:
     covered_to: datetime | None = None
     pending: Mapping[str, Mapping[str | None, str]] = field(default_factory=dict)
     reader: str | None = None
-    reader_since: datetime | None = None
     reported_at: datetime | None = None
     error: str | None = None
     gaps_seen: frozenset[tuple[str, str | None]] = frozenset()
@@ -65,16 +61,14 @@ class Wanted:
 
 
 def reader_for(wiki: str, live: Iterable[str], current: str | None = None,
-               waiting: Mapping[str, int] | None = None, held_s: float = MIN_READER_S) -> str | None:
+               waiting: Mapping[str, int] | None = None) -> str | None:
     """The node that reads the wiki's feed: the one with more requests waiting for the wiki's identity
-    (`waiting`: {node: sources waiting or in flight}) than the current reader once that one has held it
-    `held_s` ≥ MIN_READER_S, else the current reader while it is live, else the highest rendezvous weight."""
+    (`waiting`: {node: sources waiting or in flight}) than the current reader, else the current reader while
+    it is live, else the highest rendezvous weight."""
     nodes = sorted(live)
     if not nodes:
         return None
     waiting = waiting or {}
-    if current in nodes and held_s < MIN_READER_S:
-        return current
     base = current if current in nodes else max(nodes, key=lambda node: stable_hash(f"feed\n{wiki}\n{node}"))
     busiest = max(nodes, key=lambda node: (waiting.get(node, 0), node == base, node))
     return busiest if waiting.get(busiest, 0) > waiting.get(base, 0) else base
@@ -82,16 +76,14 @@ def reader_for(wiki: str, live: Iterable[str], current: str | None = None,
 
 def duties(feeds: Mapping[str, WikiFeedState], wanted: Mapping[str, Wanted], live: Iterable[str],
            interval_s: float, waiting: Mapping[str | None, Mapping[str, int]] | None = None,
-           now: datetime | None = None) -> dict[str, dict[str, FeedDuty]]:
+           ) -> dict[str, dict[str, FeedDuty]]:
     """{node: {wiki: FeedDuty}}: each wanted wiki's feed on its reader, from the acknowledged position.
     `waiting`: {identity: {node: sources waiting}} from the nodes' last reports."""
     nodes = sorted(live)
     out: dict[str, dict[str, FeedDuty]] = {}
     for wiki, want in sorted(wanted.items()):
         state = feeds.get(wiki, WikiFeedState())
-        held = MIN_READER_S if now is None or state.reader_since is None \
-            else (now - state.reader_since).total_seconds()
-        node = reader_for(wiki, nodes, state.reader, (waiting or {}).get(want.identity), held)
+        node = reader_for(wiki, nodes, state.reader, (waiting or {}).get(want.identity))
         if node is None:
             continue
         out.setdefault(node, {})[wiki] = FeedDuty(state.acked, interval_s, want.identity,
@@ -99,15 +91,13 @@ def duties(feeds: Mapping[str, WikiFeedState], wanted: Mapping[str, Wanted], liv
     return out
 
 
-def with_readers(feeds: Mapping[str, WikiFeedState], duties: Mapping[str, Mapping[str, FeedDuty]],
-                 now: datetime | None = None) -> dict[str, WikiFeedState]:
-    """The feeds with the reader each duty went to (the next tick's current reader) and since when."""
+def with_readers(feeds: Mapping[str, WikiFeedState],
+                 duties: Mapping[str, Mapping[str, FeedDuty]]) -> dict[str, WikiFeedState]:
+    """The feeds with the reader each duty went to, the next tick's current reader."""
     out = dict(feeds)
     for node, mine in duties.items():
         for wiki in mine:
-            state = out.get(wiki, WikiFeedState())
-            since = state.reader_since if state.reader == node and state.reader_since is not None else now
-            out[wiki] = replace(state, reader=node, reader_since=since)
+            out[wiki] = replace(out.get(wiki, WikiFeedState()), reader=node)
     return out
 
 

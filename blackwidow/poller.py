@@ -298,8 +298,8 @@ def _feed_round(state: PollerState, snap: Snapshot, live: frozenset[str], config
     for node, uses in state.uses.items():
         for identity, use in uses.items():
             waiting.setdefault(identity, {})[node] = sum(use.fresh.values()) + sum(use.backfill.values())
-    duties = feed_plan.duties(state.feeds, wanted, live, config.feed_interval_s, waiting, at)
-    state.feeds = feed_plan.with_readers(state.feeds, duties, at)
+    duties = feed_plan.duties(state.feeds, wanted, live, config.feed_interval_s, waiting)
+    state.feeds = feed_plan.with_readers(state.feeds, duties)
     return FeedRound(duties, feed_plan.outgoing(state.feeds), feed_plan.followed(state.feeds, wanted, at, stale_s))
 
 

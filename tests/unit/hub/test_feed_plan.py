@@ -48,20 +48,6 @@ def test_the_reader_is_the_busiest_node_else_stays(why, live, current, waiting, 
     assert feed_plan.reader_for(WIKI, live, current, waiting) == expected
 
 
-def test_a_reader_keeps_its_feed_a_while_however_the_waiting_requests_change():
-    assert feed_plan.reader_for(WIKI, ["a", "b"], "b", {"a": 3}, held_s=5) == "b"
-    assert feed_plan.reader_for(WIKI, ["a", "b"], "b", {"a": 3}, held_s=feed_plan.MIN_READER_S) == "a"
-    assert feed_plan.reader_for(WIKI, ["a"], "b", {}, held_s=5) == "a"                 # not while it is gone
-    feeds = {WIKI: WikiFeedState(reader="b", reader_since=T0)}
-    wanted = {WIKI: Wanted("wiki.test", ())}
-    soon, later = T0 + timedelta(seconds=10), T0 + timedelta(seconds=31)
-    assert set(feed_plan.duties(feeds, wanted, ["a", "b"], 3.0, {"wiki.test": {"a": 3}}, soon)) == {"b"}
-    moved = feed_plan.duties(feeds, wanted, ["a", "b"], 3.0, {"wiki.test": {"a": 3}}, later)
-    assert set(moved) == {"a"}
-    assert feed_plan.with_readers(feeds, moved, later)[WIKI].reader_since == later
-    assert feed_plan.with_readers(feeds, {"b": {WIKI: moved["a"][WIKI]}}, later)[WIKI].reader_since == T0
-
-
 def test_rendezvous_moves_only_the_feeds_a_joining_node_wins():
     wikis = [f"http://wiki{i}.test/w/api.php" for i in range(200)]
     before = {w: feed_plan.reader_for(w, ["a", "b", "c"]) for w in wikis}
