@@ -7,7 +7,7 @@ for the wiki's identity, in two runs side by side:
   per-page revisits   no change feed (hub BW_FEED_INTERVAL_S=0); every caught-up page asks "anything new?" every
                       60 s (spawn BW_REVISIT_MIN_S = BW_REVISIT_MAX_S = 60: the freshest the per-page path gets
                       at its default lower bound), 50 pages a prop=info request when their checks fall due together
-  change feed         the hub's default BW_FEED_INTERVAL_S (10 s): one node reads list=recentchanges for the
+  change feed         the hub's default BW_FEED_INTERVAL_S (3 s): one node reads list=recentchanges for the
                       cluster, the hub routes changed pages to their nodes; revisit bounds at their defaults
 
 Each run watches fresh pages (created first, one revision each), waits until every one is caught up, then counts
@@ -29,6 +29,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from bench.common import cassandra_keyspace, heading, pg_database, table, verdict
 from bench.upstream_budget import EDGE_WRITABLE, the_edge
+from shared.config import HubConfig
 from spawn.mediawiki import MAX_TITLES
 from tests.e2e.cluster import Cluster
 from tests.fixtures.edge import Edge, LoggedRequest
@@ -46,7 +47,7 @@ CATCH_UP_TIMEOUT_S = 600.0
 SETTLE_S = 5.0                   # after the last page caught up, before the idle minute starts
 IDLE_S = 60.0
 REVISIT_S = 60
-FEED_INTERVAL_S = 10
+FEED_INTERVAL_S = HubConfig.feed_interval_s      # the hub's default
 PER_PAGE = "per-page revisits"
 FEED = "change feed"
 MODES = {
@@ -176,7 +177,7 @@ def report(runs: dict[str, Run]) -> None:
           "local edge (anonymous profile: 1 in flight, 5 r/s, 200/min), paced by the hub's budget for the wiki's "
           "identity, once per mode with fresh pages: **per-page revisits** (no feed; every caught-up page checked "
           f"every {REVISIT_S} s, BW_REVISIT_MIN_S = BW_REVISIT_MAX_S = {REVISIT_S}, batched prop=info) and "
-          f"**change feed** (one list=recentchanges reader for the cluster every {FEED_INTERVAL_S} s, revisit bounds "
+          f"**change feed** (one list=recentchanges reader for the cluster every {FEED_INTERVAL_S:g} s, revisit bounds "
           f"at their defaults). Once every page was caught up: the wiki requests the cluster made in an idle "
           f"minute (edge access log, the run's own User-Agent), then {EDITS} edits on distinct watched pages, one "
           f"every {EDIT_EVERY_S:.0f} s, each timed from the edit's answer to its revision id being the "
@@ -213,7 +214,7 @@ def report(runs: dict[str, Run]) -> None:
     print(f"Computed, not measured: {SCALE_PAGES:,} watched pages revisited every {REVISIT_S} s cost at best "
           f"{SCALE_PAGES:,}/{MAX_TITLES} = {per_page_scale:.0f} prop=info requests/min (every check batched "
           f"{MAX_TITLES} to a request), the whole of Wikimedia's anonymous bot limit of {WIKIMEDIA_ANON_PER_MIN} "
-          f"requests/min, before any history is read; the feed costs 1 request per {FEED_INTERVAL_S} s interval "
+          f"requests/min, before any history is read; the feed costs 1 request per {FEED_INTERVAL_S:g} s interval "
           f"when nothing changed, {feed_scale:.0f} requests/min whatever the page count.")
     print()
     median = statistics.median(feed.delays)
