@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Iterable, Mapping
 
-from shared.feed_wire import CHECK, HISTORY, FeedDuty, FeedReport, Nudge
+from shared.feed_wire import CHECK, VISIBILITY, FeedDuty, FeedReport, Nudge, stronger
 from shared.hashing import source_uuid, stable_hash
 
 # Nudges one poll carries to one node (about 100 bytes each); the rest wait for the next poll
@@ -38,6 +38,7 @@ class WikiFeedState:
     read_to: str | None = None
     covered_to: datetime | None = None
     pending: Mapping[str, Mapping[str | None, str]] = field(default_factory=dict)
+    revs: Mapping[str, frozenset[int]] = field(default_factory=dict)    # {page key: revisions to read again}
     reader: str | None = None
     reported_at: datetime | None = None
     error: str | None = None
@@ -118,7 +119,9 @@ def outgoing(feeds: Mapping[str, WikiFeedState]) -> dict[str, tuple[Nudge, ...]]
     out: dict[str, list[Nudge]] = {}
     for wiki, state in sorted(feeds.items()):
         for node, keys in state.pending.items():
-            out.setdefault(node, []).extend(Nudge(wiki, kind, key) for key, kind in keys.items())
+            out.setdefault(node, []).extend(
+                Nudge(wiki, kind, key, tuple(sorted(state.revs.get(key, ()))) if kind == VISIBILITY and key else ())
+                for key, kind in keys.items())
     return {node: tuple(sorted(nudges, key=lambda n: n.key is not None)[:MAX_NUDGES_PER_POLL])
             for node, nudges in out.items()}
 
@@ -136,7 +139,8 @@ def delivered(state: WikiFeedState, sent: Mapping[str, Iterable[Nudge]], answere
         left = {key: kind for key, kind in keys.items() if (key, kind) not in done}
         if left:
             pending[node] = left
-    return replace(state, pending=pending)
+    wanted = {key for keys in pending.values() for key, kind in keys.items() if kind == VISIBILITY}
+    return replace(state, pending=pending, revs={k: v for k, v in state.revs.items() if k in wanted})
 
 
 def keys_of(report: FeedReport, wiki: str) -> set[str]:
@@ -146,17 +150,21 @@ def keys_of(report: FeedReport, wiki: str) -> set[str]:
 
 def absorb(state: WikiFeedState, reader: str, report: FeedReport, holders: Mapping[str, set[str]],
            nodes_of_wiki: Iterable[str], wiki: str, now: datetime) -> WikiFeedState:
-    """The reader's report: changes after what was routed become nudges for the nodes holding those pages
-    (HISTORY wins over REVISIONS for one page); a new gap becomes a CHECK for every node holding a page of
-    the wiki. `holders`: {page key: nodes holding a subscription routed by it}, for the keys_of(report)."""
+    """The reader's report: changes after what was routed become nudges for the nodes holding those pages (of
+    one page's kinds, the one that does what all ask: shared.feed_wire.stronger; VISIBILITY with every revision
+    it names); a new gap becomes a CHECK for every node holding a page of the wiki. `holders`: {page key: nodes
+    holding a subscription routed by it}, for the keys_of(report)."""
     pending = {node: dict(keys) for node, keys in state.pending.items()}
+    revs = dict(state.revs)
     routed = state.read_to
     fresh = [c for c in report.changes if routed is None or _after(c.at, routed)]
     for change in fresh:
         key = str(source_uuid(wiki, change.title))
         for node in holders.get(key, ()):
             keys = pending.setdefault(node, {})
-            keys[key] = HISTORY if keys.get(key) == HISTORY else change.kind
+            keys[key] = stronger(change.kind, keys.get(key))
+        if change.rev_ids and holders.get(key):
+            revs[key] = revs.get(key, frozenset()) | frozenset(change.rev_ids)
     new_gaps = [g for g in report.gaps if (g.start, g.end) not in state.gaps_seen]
     if new_gaps:
         for node in nodes_of_wiki:
@@ -167,7 +175,7 @@ def absorb(state: WikiFeedState, reader: str, report: FeedReport, holders: Mappi
     covered = _parse_time(report.covered_to)
     if covered is not None and state.covered_to is not None and covered < state.covered_to:
         covered = state.covered_to
-    return replace(state, pending=pending, read_to=read_to, covered_to=covered or state.covered_to,
+    return replace(state, pending=pending, revs=revs, read_to=read_to, covered_to=covered or state.covered_to,
                    reader=reader, reported_at=now, error=report.error, requests=report.requests,
                    changes=state.changes + len(fresh),
                    gaps_seen=state.gaps_seen | {(g.start, g.end) for g in new_gaps},

@@ -15,10 +15,18 @@ from shared.errors import ValidationError
 
 # What a changed page needs from its source:
 REVISIONS = "revisions"     # read the history on from the resume point (new revisions, a move, a deletion)
-HISTORY = "history"         # compare the whole stored history with the wiki's now (restores, merges, imports,
-#                             revision deletion): revisions appeared in the past or fields were hidden
+VISIBILITY = "visibility"   # also read these revisions again (revision deletion): hidden fields leave the store
+HISTORY = "history"         # compare the whole stored history with the wiki's now (restores, merges, imports):
+#                             revisions appeared in the past
 CHECK = "check"             # the feed cannot vouch for a span (a gap): every page of the wiki is checked
-KINDS = (REVISIONS, HISTORY, CHECK)
+KINDS = (REVISIONS, VISIBILITY, HISTORY, CHECK)
+# what one page's kinds come to: each does what the ones before it do
+_RANK = {REVISIONS: 0, VISIBILITY: 1, HISTORY: 2}
+
+
+def stronger(a: str, b: str | None) -> str:
+    """Of two kinds for one page, the one that does what both ask."""
+    return a if b is None or _RANK.get(a, 0) >= _RANK.get(b, 0) else b
 
 
 def _get(body: object, name: str, kind: type | tuple[type, ...], *, optional: bool = False):
@@ -32,6 +40,13 @@ def _get(body: object, name: str, kind: type | tuple[type, ...], *, optional: bo
     if isinstance(value, bool) and kind is not bool or not isinstance(value, kind):
         raise ValidationError(f"'{name}' must be {getattr(kind, '__name__', kind)}", field=name)
     return value
+
+
+def _rev_ids(body: object) -> tuple[int, ...]:
+    ids = _get(body, "rev_ids", list, optional=True) or []
+    if not all(isinstance(i, int) and not isinstance(i, bool) and i > 0 for i in ids):
+        raise ValidationError("'rev_ids' must be a list of revision ids", field="rev_ids")
+    return tuple(ids)
 
 
 def _kind(body: object) -> str:
@@ -70,19 +85,23 @@ class FeedDuty:
 @dataclass(frozen=True)
 class FeedChange:
     """A page the feed says changed: its title as the wiki spells it (prefixed), what its source must do,
-    and the feed entry it came from (`at`, a position token: the hub skips what it already routed)."""
+    and the feed entry it came from (`at`, a position token: the hub skips what it already routed).
+    `rev_ids`: with VISIBILITY, the revisions to read again."""
     title: str
     kind: str
     at: str
     page_id: int = 0
+    rev_ids: tuple[int, ...] = ()
 
     def to_dict(self) -> dict:
-        return {"title": self.title, "kind": self.kind, "at": self.at, "page_id": self.page_id}
+        body = {"title": self.title, "kind": self.kind, "at": self.at, "page_id": self.page_id}
+        return {**body, "rev_ids": list(self.rev_ids)} if self.rev_ids else body
 
     @classmethod
     def from_dict(cls, body: dict) -> FeedChange:
         page_id = _get(body, "page_id", int, optional=True) or 0
-        return cls(title=_get(body, "title", str), kind=_kind(body), at=_get(body, "at", str), page_id=page_id)
+        return cls(title=_get(body, "title", str), kind=_kind(body), at=_get(body, "at", str), page_id=page_id,
+                   rev_ids=_rev_ids(body))
 
 
 @dataclass(frozen=True)
@@ -131,13 +150,15 @@ class FeedReport:
 class Nudge:
     """Hub -> the node holding a page's sources: `key` is the page key (source_uuid of the wiki and the title
     the feed names, which is also what a subscription's source uuid or reported page key is); None with
-    kind CHECK: every source of the wiki."""
+    kind CHECK: every source of the wiki. `rev_ids`: with VISIBILITY, the revisions to read again."""
     wiki: str
     kind: str
     key: str | None = None
+    rev_ids: tuple[int, ...] = ()
 
     def to_dict(self) -> dict:
-        return {"wiki": self.wiki, "kind": self.kind, "key": self.key}
+        body = {"wiki": self.wiki, "kind": self.kind, "key": self.key}
+        return {**body, "rev_ids": list(self.rev_ids)} if self.rev_ids else body
 
     @classmethod
     def from_dict(cls, body: dict) -> Nudge:
@@ -145,7 +166,7 @@ class Nudge:
         key = _get(body, "key", str, optional=True)
         if key is None and kind != CHECK:
             raise ValidationError("'key' is required", field="key")
-        return cls(wiki=_get(body, "wiki", str), kind=kind, key=key)
+        return cls(wiki=_get(body, "wiki", str), kind=kind, key=key, rev_ids=_rev_ids(body))
 
 
 def parse_map(body: dict, name: str, parse) -> dict:

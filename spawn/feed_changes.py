@@ -6,7 +6,7 @@ subscribed under the new title resolves to the moved page); a history merge name
 """
 from __future__ import annotations
 
-from shared.feed_wire import HISTORY, REVISIONS, FeedChange
+from shared.feed_wire import HISTORY, REVISIONS, VISIBILITY, FeedChange, stronger
 from spawn.feed_events import (Event, HistoryMerged, Imported, NewRevision, PageDeleted, PageMoved, PageRestored,
                                VisibilityChanged)
 from spawn.feed_position import FeedPosition
@@ -25,7 +25,9 @@ def changes_of(event: Event) -> list[FeedChange]:
         titles = [(event.title, REVISIONS)]
     elif isinstance(event, HistoryMerged):
         titles = [(event.title, HISTORY), (event.dest_title, HISTORY)]
-    elif isinstance(event, (PageRestored, VisibilityChanged, Imported)):
+    elif isinstance(event, VisibilityChanged):
+        return [FeedChange(event.title, VISIBILITY, at, event.page_id, tuple(sorted(set(event.rev_ids))))]
+    elif isinstance(event, (PageRestored, Imported)):
         titles = [(event.title, HISTORY)]
     else:           # a kind of event this version does not act on
         return []
@@ -33,12 +35,14 @@ def changes_of(event: Event) -> list[FeedChange]:
 
 
 def merged(changes: list[FeedChange]) -> list[FeedChange]:
-    """One change per title, at its newest entry, HISTORY winning over REVISIONS (a comparison of the whole
-    history also reads on from the resume point): a busy page edited fifty times between two reads costs
-    its source one pass. Ordered by that newest entry."""
+    """One change per title, at its newest entry, of the kind that does what all of them ask (HISTORY over
+    VISIBILITY over REVISIONS: each also reads on from the resume point), with the revision ids of every
+    VISIBILITY among them: a busy page edited fifty times between two reads costs its source one pass.
+    Ordered by that newest entry."""
     by_title: dict[str, FeedChange] = {}
     for change in changes:
         seen = by_title.get(change.title)
-        kind = HISTORY if HISTORY in (change.kind, seen.kind if seen else None) else change.kind
-        by_title[change.title] = FeedChange(change.title, kind, change.at, change.page_id)
+        kind = stronger(change.kind, seen.kind if seen else None)
+        revs = tuple(sorted({*change.rev_ids, *(seen.rev_ids if seen else ())})) if kind == VISIBILITY else ()
+        by_title[change.title] = FeedChange(change.title, kind, change.at, change.page_id, revs)
     return sorted(by_title.values(), key=lambda c: FeedPosition.parse(c.at))

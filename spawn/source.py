@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from typing import Callable, Iterable, Iterator
 
-from shared.feed_wire import CHECK, HISTORY
+from shared.feed_wire import CHECK, HISTORY, VISIBILITY
 from shared.revisions.model import PageState, ResumePoint, Revision
 from shared.revisions.store import RevisionStore, StoreError
 from spawn import completeness, page_fate, revisit
@@ -95,6 +95,7 @@ class DataSource:
         self._verify_now = False        # compare the history with the wiki's at the next pass, due or not
         self._revisit_soon = False      # the feed cannot vouch for a span: ask the revisit batcher soon
         self._pass_wanted = False       # a nudge that needs a pass of its own
+        self._recheck_revs: set[int] = set()    # revisions whose visibility changed on the wiki: read them again
 
     # -- subscribers (called by the registry under its lock) -------------------------------
     def attach(self, sub: Subscriber) -> None:
@@ -143,9 +144,10 @@ class DataSource:
     def wake(self) -> None:
         self._wake.set()
 
-    def nudge(self, kind: str) -> None:
-        """The change feed says the page changed: read on (REVISIONS), also compare the whole history now
-        (HISTORY), or let the revisit batcher check it soon (CHECK, batched 50 pages a request)."""
+    def nudge(self, kind: str, rev_ids: Iterable[int] = ()) -> None:
+        """The change feed says the page changed: read on (REVISIONS), also read `rev_ids` again for fields
+        hidden or shown (VISIBILITY), also compare the whole history now (HISTORY), or let the revisit batcher
+        check it soon (CHECK, batched 50 pages a request)."""
         with self._lock:
             self._nudged += 1
             if kind == CHECK:
@@ -153,6 +155,8 @@ class DataSource:
             else:
                 self._pass_wanted = True
                 self._verify_now = self._verify_now or kind == HISTORY
+                if kind == VISIBILITY:
+                    self._recheck_revs.update(rev_ids)
         self._wake.set()
 
     @property
@@ -237,6 +241,7 @@ class DataSource:
             return
         self._backfill_content()
         self._harvest()
+        self._recheck_visibility()
         self._verify()
         self._schedule_revisit()
 
@@ -417,6 +422,27 @@ class DataSource:
         outcome = "equal" if found.equal else "repaired" if found.complete_after_repair else "differs"
         self.metrics.history_checks.labels(wiki=host, outcome=outcome).inc()
         self._checked_at, self.proven = now, found.complete_after_repair
+
+    def _recheck_visibility(self) -> None:
+        """Revision deletion named these revisions: read them again (50 a request, never the whole history)
+        and hide or show their stored fields as the wiki now does. A comparison of the whole history due in
+        this pass covers them instead."""
+        with self._lock:
+            revs, self._recheck_revs = self._recheck_revs, set()
+        if not revs or self._verify_now or self.deleted:
+            return
+        try:
+            host, page_id = self.client.host, self.resolved.page_id
+            on_wiki = self.client.revisions_by_id(self.resolved, revs, **self._kw())
+            stored = [r for r in self.store.history(host, page_id) if r.rev_id in revs]
+            where = {"title": self.title, "page_id": page_id, "wiki": host}
+            shown = self._apply_visibility(completeness.visibility(stored, on_wiki), where)
+            if shown:
+                self._write_again(shown, on_wiki)
+        except BaseException:
+            with self._lock:
+                self._recheck_revs |= revs      # read again at the next pass
+            raise
 
     def _write_again(self, rev_ids: Iterable[int], on_wiki: list[Revision]) -> None:
         """Write these revisions of the wiki's listing; with their texts, read by revision id (50 a request),

@@ -6,7 +6,7 @@ import pytest
 
 from blackwidow import feed_plan
 from blackwidow.feed_plan import Wanted, WikiFeedState
-from shared.feed_wire import CHECK, HISTORY, REVISIONS, FeedChange, FeedGap, FeedReport, Nudge
+from shared.feed_wire import CHECK, HISTORY, REVISIONS, VISIBILITY, FeedChange, FeedGap, FeedReport, Nudge
 from shared.hashing import source_uuid
 
 WIKI = "http://wiki.test/w/api.php"
@@ -188,3 +188,16 @@ def test_reads_that_find_nothing_new_still_advance_the_watermark():
                              {}, set(), WIKI, T0)
     after = feed_plan.settle(quiet)
     assert after.acked == "20261124070000|0" and after.watermark == T0 + timedelta(seconds=9)
+
+
+def test_a_visibility_change_carries_its_revisions_to_the_node_until_delivered():
+    holders = {key("Apple"): {"a"}}
+    first = FeedChange("Apple", VISIBILITY, "20261124070001|1", 7, (10,))
+    second = FeedChange("Apple", VISIBILITY, "20261124070002|2", 7, (12,))
+    state = feed_plan.absorb(WikiFeedState(), "r", report(first, second), holders, {"a"}, WIKI, T0)
+    out = feed_plan.outgoing({WIKI: state})["a"]
+    assert out == (Nudge(WIKI, VISIBILITY, key("Apple"), (10, 12)),)
+    history = feed_plan.absorb(state, "r", report(change("Apple", HISTORY, 3)), holders, {"a"}, WIKI, T0)
+    assert feed_plan.outgoing({WIKI: history})["a"] == (Nudge(WIKI, HISTORY, key("Apple")),)
+    done = feed_plan.delivered(state, {"a": out}, answered={"a"}, live={"a"})
+    assert done.pending == {} and done.revs == {}

@@ -6,7 +6,9 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from shared.feed_wire import CHECK, HISTORY, REVISIONS, FeedChange, FeedDuty, FeedGap, FeedReport, Nudge
+from dataclasses import replace
+
+from shared.feed_wire import CHECK, HISTORY, REVISIONS, VISIBILITY, FeedChange, FeedDuty, FeedGap, FeedReport, Nudge
 from shared.hashing import source_uuid
 from shared.wire import Poll, StatusReport
 from spawn import feed_buffer
@@ -81,7 +83,7 @@ def test_the_registry_passes_nudges_by_page_key_and_checks_to_every_source_of_th
     nudged: list[tuple[str, str]] = []
 
     class Recording(DataSource):
-        def nudge(self, kind):
+        def nudge(self, kind, rev_ids=()):
             nudged.append((self.title, kind))
 
         def start(self):
@@ -120,7 +122,7 @@ EVENTS = [
     (PageDeleted(**change_fields(1)), [("Apple", REVISIONS)]),
     (PageRestored(**change_fields(1), revisions=3), [("Apple", HISTORY)]),
     (VisibilityChanged(**change_fields(1), rev_ids=(10,), hidden_before=frozenset(),
-                       hidden_after=frozenset({"content"}), suppressed=False), [("Apple", HISTORY)]),
+                       hidden_after=frozenset({"content"}), suppressed=False), [("Apple", VISIBILITY)]),
     (HistoryMerged(**change_fields(1), dest_ns=0, dest_title="Pear", merge_point=T),
      [("Apple", HISTORY), ("Pear", HISTORY)]),
     (Imported(**change_fields(1), source="upload", revisions=2, rev_id=12), [("Apple", HISTORY)]),
@@ -133,10 +135,32 @@ def test_each_event_names_the_titles_whose_sources_must_act(event, expected):
     assert all(c.at == at(1) and c.page_id == 7 for c in changes_of(event))
 
 
-def test_changes_merge_to_one_per_title_at_its_newest_entry_history_winning():
+def test_changes_merge_to_one_per_title_at_its_newest_entry_of_the_kind_that_does_what_all_ask():
     got = merged([FeedChange("Apple", HISTORY, at(1)), FeedChange("Pear", REVISIONS, at(2)),
                   FeedChange("Apple", REVISIONS, at(3))])
     assert got == [FeedChange("Pear", REVISIONS, at(2)), FeedChange("Apple", HISTORY, at(3))]
+    hidden = merged([FeedChange("Plum", VISIBILITY, at(1), 7, (10,)), FeedChange("Plum", REVISIONS, at(2)),
+                     FeedChange("Plum", VISIBILITY, at(3), 7, (12, 10))])
+    assert hidden == [FeedChange("Plum", VISIBILITY, at(3), 7, (10, 12))]
+    assert merged([*hidden, FeedChange("Plum", HISTORY, at(4))]) == [FeedChange("Plum", HISTORY, at(4))]
+
+
+def test_a_visibility_nudge_reads_only_the_named_revisions_again_and_hides_what_the_wiki_hides():
+    src, sub, wiki, store, clock, metrics, _ = source()
+    src.run_once()
+    target = wiki.history[3]
+    wiki.history[3] = replace(target, text_hidden=True, comment=None, comment_hidden=True)
+    asked = len(wiki.calls)
+    src.nudge(VISIBILITY, [target.rev_id])
+    src.run_once()
+    calls = wiki.calls[asked:]
+    assert ("by_id", (target.rev_id,), False) in calls
+    assert not [c for c in calls if c[0] == "revisions" and c[1] is None]      # no listing of the whole history
+    stored = next(r for r in store.history("wiki.test", 7) if r.rev_id == target.rev_id)
+    assert stored.text_hidden and stored.comment_hidden and stored.comment is None
+    assert metrics.registry.get_sample_value("bw_spawn_revision_visibility_changes_total",
+                                             {"wiki": "wiki.test", "change": "hidden"}) == 1
+    assert src.settled
 
 
 def edit(rcid: int, title: str = "Apple") -> NewRevision:
@@ -194,17 +218,21 @@ def test_a_gap_is_reported_until_acknowledged_past_it():
 
 def test_feed_shapes_travel_both_ways_and_bad_ones_name_their_field():
     poll = Poll(node_id="n", feeds={"http://w/api.php": FeedDuty("20261124070000|1", 10.0, "w", ("t",))},
-                changes=(Nudge("http://w/api.php", HISTORY, "k"), Nudge("http://w/api.php", CHECK)),
+                changes=(Nudge("http://w/api.php", HISTORY, "k"), Nudge("http://w/api.php", CHECK),
+                         Nudge("http://w/api.php", VISIBILITY, "k2", (5, 6))),
                 followed=("http://w/api.php",))
     assert Poll.from_dict(poll.to_dict()) == poll
     report = StatusReport(node_id="n", boot_id="b", attached=True, feeds={"http://w/api.php": FeedReport(
-        since=None, position=at(2), changes=(FeedChange("Apple", REVISIONS, at(2), 7),),
+        since=None, position=at(2), changes=(FeedChange("Apple", REVISIONS, at(2), 7),
+                                             FeedChange("Pear", VISIBILITY, at(2), 8, (3,))),
         covered_to=T.isoformat(), gaps=(FeedGap(T.isoformat(), None),), requests=3)})
     assert StatusReport.from_dict(report.to_dict()) == report
     from shared.errors import ValidationError
     for body, field in [({"node_id": "n", "changes": [{"wiki": "w", "kind": "later"}]}, "changes"),
                         ({"node_id": "n", "feeds": {"w": {"interval_s": 0}}}, "feeds"),
-                        ({"node_id": "n", "changes": [{"wiki": "w", "kind": "history"}]}, "changes")]:
+                        ({"node_id": "n", "changes": [{"wiki": "w", "kind": "history"}]}, "changes"),
+                        ({"node_id": "n", "changes": [{"wiki": "w", "kind": "visibility", "key": "k",
+                                                       "rev_ids": ["5"]}]}, "changes")]:
         with pytest.raises(ValidationError) as caught:
             Poll.from_dict(body)
         assert caught.value.field == field
