@@ -5,6 +5,7 @@ map, then runs the statements one by one. DDL cannot be prepared, so the keyspac
 instead of being bound.
 """
 import re
+import time
 from pathlib import Path
 from typing import Mapping
 
@@ -15,6 +16,10 @@ INSTALLED_SCHEMA = "cql/schema.cql"
 CHECKOUT_SCHEMA = "cassandra/schema.cql"
 SCHEMA_PATH = package_path("shared.revisions", INSTALLED_SCHEMA, CHECKOUT_SCHEMA)
 DDL_TIMEOUT_S = 60.0
+# On a ring, a statement right after CREATE KEYSPACE may reach a node that has not applied the keyspace yet
+# (the driver's wait for schema agreement gives up silently): such a statement is sent again, this many times
+DDL_ATTEMPTS = 10
+DDL_RETRY_S = 1.0
 _KEYSPACE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,47}$")
 _CREATE_KEYSPACE = re.compile(
     r"^CREATE\s+KEYSPACE\s+IF\s+NOT\s+EXISTS\s+(\w+)\s+WITH\s+replication\s*=\s*\{[^}]*\}", re.I)
@@ -85,7 +90,19 @@ def apply_schema(session, keyspace: str = "blackwidow", replication: int | Mappi
     datacenters = sorted({h.datacenter for h in session.cluster.metadata.all_hosts() if h.datacenter})
     literal = replication_map(replication, datacenters)
     for statement in render(Path(path).read_text(encoding="utf-8"), keyspace, literal):
-        session.execute(statement, timeout=DDL_TIMEOUT_S)
+        execute_ddl(session, statement)
+
+
+def execute_ddl(session, statement: str, *, sleep=time.sleep) -> None:
+    """One schema statement, sent again while the coordinator does not know the keyspace yet."""
+    for attempt in range(1, DDL_ATTEMPTS + 1):
+        try:
+            session.execute(statement, timeout=DDL_TIMEOUT_S)
+            return
+        except Exception as exc:     # the driver's InvalidRequest, matched by name: imported only where used
+            if type(exc).__name__ != "InvalidRequest" or "doesn't exist" not in str(exc) or attempt == DDL_ATTEMPTS:
+                raise
+            sleep(DDL_RETRY_S)
 
 
 def main(argv: list[str] | None = None) -> int:
