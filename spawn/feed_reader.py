@@ -1,6 +1,6 @@
 """The change feed readers this node runs for the cluster: one thread per wiki whose FeedDuty the hub gives
 it (one node per wiki), reading `list=recentchanges` on from its position every `interval_s` through the
-spawn's client for that wiki (its session, maxlag and the identity's budget, in the freshness lane), and
+spawn's client for that wiki (its session, maxlag and the identity's budget, in the backfill lane), and
 keeping what it read until the hub acknowledges it (spawn.feed_buffer decides). The thin I/O shell: the
 hub routes the changes to the nodes that fetch those pages.
 """
@@ -17,7 +17,7 @@ from spawn.change_feed import ChangeFeed
 from spawn.feed_position import FeedPosition
 from spawn.mediawiki import Cancelled, MediaWikiClient, MediaWikiError
 from spawn.metrics import SpawnMetrics
-from spawn.upstream_budget import FRESH, Demand
+from spawn.upstream_budget import BACKFILL, Demand
 
 logger = logging.getLogger(__name__)
 
@@ -28,6 +28,13 @@ def _position(token: str | None) -> FeedPosition | None:
     return None if token is None else FeedPosition.parse(token)
 
 
+def _demand(duty: FeedDuty) -> Demand:
+    # the backfill lane: a node waiting in the freshness lane takes the identity's slot from a node that holds it
+    # for a backfill, and a read every few seconds would take it at every read (with one request in flight, the
+    # other nodes' backfill stalled). The changes the feed finds are freshness work: their pages' requests are.
+    return Demand(BACKFILL, duty.tenants)
+
+
 class FeedReader:
     """One wiki's feed. Thread-safe: the poll thread applies duties and reports, its own thread reads."""
 
@@ -35,7 +42,7 @@ class FeedReader:
         self.wiki = wiki
         self.duty = duty
         self.metrics = metrics
-        self.feed = ChangeFeed(client, demand=Demand(FRESH, duty.tenants))
+        self.feed = ChangeFeed(client, demand=_demand(duty))
         self._buf = feed_buffer.start(_position(duty.position))
         self._error: str | None = None
         self._lock = threading.Lock()
@@ -53,7 +60,7 @@ class FeedReader:
         with self._lock:
             self._buf = feed_buffer.acknowledge(self._buf, _position(duty.position))
             self.duty = duty
-            self.feed.demand = Demand(FRESH, duty.tenants)
+            self.feed.demand = _demand(duty)
 
     def report(self) -> FeedReport:
         with self._lock:
