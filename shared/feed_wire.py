@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from shared.errors import ValidationError
+from shared.wire_fields import required
 
 # What a changed page needs from its source:
 REVISIONS = "revisions"     # read the history on from the resume point (new revisions, a move, a deletion)
@@ -29,28 +30,15 @@ def stronger(a: str, b: str | None) -> str:
     return a if b is None or _RANK.get(a, 0) >= _RANK.get(b, 0) else b
 
 
-def _get(body: object, name: str, kind: type | tuple[type, ...], *, optional: bool = False):
-    if not isinstance(body, dict):
-        raise ValidationError("must be a JSON object", field=name)
-    value = body.get(name)
-    if value is None:
-        if optional:
-            return None
-        raise ValidationError(f"'{name}' is required", field=name)
-    if isinstance(value, bool) and kind is not bool or not isinstance(value, kind):
-        raise ValidationError(f"'{name}' must be {getattr(kind, '__name__', kind)}", field=name)
-    return value
-
-
 def _rev_ids(body: object) -> tuple[int, ...]:
-    ids = _get(body, "rev_ids", list, optional=True) or []
+    ids = required(body, "rev_ids", list, optional=True) or []
     if not all(isinstance(i, int) and not isinstance(i, bool) and i > 0 for i in ids):
         raise ValidationError("'rev_ids' must be a list of revision ids", field="rev_ids")
     return tuple(ids)
 
 
 def _kind(body: object) -> str:
-    kind = _get(body, "kind", str)
+    kind = required(body, "kind", str)
     if kind not in KINDS:
         raise ValidationError(f"'kind' must be one of {', '.join(KINDS)}", field="kind")
     return kind
@@ -72,14 +60,14 @@ class FeedDuty:
 
     @classmethod
     def from_dict(cls, body: dict) -> FeedDuty:
-        interval = _get(body, "interval_s", (int, float))
-        if interval <= 0:
+        interval = required(body, "interval_s", (int, float))
+        if isinstance(interval, bool) or interval <= 0:
             raise ValidationError("'interval_s' must be positive", field="interval_s")
-        tenants = _get(body, "tenants", list, optional=True) or []
+        tenants = required(body, "tenants", list, optional=True) or []
         if not all(isinstance(t, str) for t in tenants):
             raise ValidationError("'tenants' must be a list of ids", field="tenants")
-        return cls(position=_get(body, "position", str, optional=True), interval_s=float(interval),
-                   identity=_get(body, "identity", str, optional=True), tenants=tuple(tenants))
+        return cls(position=required(body, "position", str, optional=True), interval_s=float(interval),
+                   identity=required(body, "identity", str, optional=True), tenants=tuple(tenants))
 
 
 @dataclass(frozen=True)
@@ -99,8 +87,8 @@ class FeedChange:
 
     @classmethod
     def from_dict(cls, body: dict) -> FeedChange:
-        page_id = _get(body, "page_id", int, optional=True) or 0
-        return cls(title=_get(body, "title", str), kind=_kind(body), at=_get(body, "at", str), page_id=page_id,
+        page_id = required(body, "page_id", int, optional=True) or 0
+        return cls(title=required(body, "title", str), kind=_kind(body), at=required(body, "at", str), page_id=page_id,
                    rev_ids=_rev_ids(body))
 
 
@@ -115,7 +103,7 @@ class FeedGap:
 
     @classmethod
     def from_dict(cls, body: dict) -> FeedGap:
-        return cls(start=_get(body, "start", str), end=_get(body, "end", str, optional=True))
+        return cls(start=required(body, "start", str), end=required(body, "end", str, optional=True))
 
 
 @dataclass(frozen=True)
@@ -138,12 +126,13 @@ class FeedReport:
 
     @classmethod
     def from_dict(cls, body: dict) -> FeedReport:
-        changes = tuple(FeedChange.from_dict(c) for c in _get(body, "changes", list, optional=True) or [])
-        gaps = tuple(FeedGap.from_dict(g) for g in _get(body, "gaps", list, optional=True) or [])
-        requests = _get(body, "requests", int, optional=True) or 0
-        return cls(since=_get(body, "since", str, optional=True), position=_get(body, "position", str, optional=True),
-                   changes=changes, covered_to=_get(body, "covered_to", str, optional=True), gaps=gaps,
-                   error=_get(body, "error", str, optional=True), requests=requests)
+        changes = tuple(FeedChange.from_dict(c) for c in required(body, "changes", list, optional=True) or [])
+        gaps = tuple(FeedGap.from_dict(g) for g in required(body, "gaps", list, optional=True) or [])
+        requests = required(body, "requests", int, optional=True) or 0
+        return cls(since=required(body, "since", str, optional=True),
+                   position=required(body, "position", str, optional=True), changes=changes,
+                   covered_to=required(body, "covered_to", str, optional=True), gaps=gaps,
+                   error=required(body, "error", str, optional=True), requests=requests)
 
 
 @dataclass(frozen=True)
@@ -163,38 +152,7 @@ class Nudge:
     @classmethod
     def from_dict(cls, body: dict) -> Nudge:
         kind = _kind(body)
-        key = _get(body, "key", str, optional=True)
+        key = required(body, "key", str, optional=True)
         if key is None and kind != CHECK:
             raise ValidationError("'key' is required", field="key")
-        return cls(wiki=_get(body, "wiki", str), kind=kind, key=key, rev_ids=_rev_ids(body))
-
-
-def parse_map(body: dict, name: str, parse) -> dict:
-    """An optional {wiki: object} map; errors name the map and the key."""
-    raw = body.get(name) if isinstance(body, dict) else None
-    if raw is None:
-        return {}
-    if not isinstance(raw, dict):
-        raise ValidationError(f"'{name}' must be an object", field=name)
-    out = {}
-    for key, item in raw.items():
-        try:
-            out[key] = parse(item)
-        except ValidationError as exc:
-            raise ValidationError(f"{name}.{key}: {exc.message}", field=name) from None
-    return out
-
-
-def parse_list(body: dict, name: str, parse) -> tuple:
-    raw = body.get(name) if isinstance(body, dict) else None
-    if raw is None:
-        return ()
-    if not isinstance(raw, list):
-        raise ValidationError(f"'{name}' must be a list", field=name)
-    out = []
-    for index, item in enumerate(raw):
-        try:
-            out.append(parse(item))
-        except ValidationError as exc:
-            raise ValidationError(f"{name}[{index}]: {exc.message}", field=name) from None
-    return tuple(out)
+        return cls(wiki=required(body, "wiki", str), kind=kind, key=key, rev_ids=_rev_ids(body))

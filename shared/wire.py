@@ -12,25 +12,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Iterable, Mapping
 
 from shared.errors import BlackWidowError, PayloadTooLarge, ValidationError
-from shared.feed_wire import FeedDuty, FeedReport, Nudge, parse_list, parse_map
+from shared.feed_wire import FeedDuty, FeedReport, Nudge
 from shared.states import SubState
+from shared.wire_fields import keyed, listed, required, strings
 
 STATES = tuple(s.value for s in SubState)
 # Drops plus puts in one SendBatch; the spawn refuses more (413). The hub sends at most half of it.
 MAX_BATCH_ITEMS = 1000
-
-
-def _req(body: dict, name: str, kind, *, optional=False, default=None):
-    if not isinstance(body, dict):
-        raise ValidationError("body must be a JSON object", field=None)
-    if name not in body or body[name] is None:
-        if optional:
-            return default
-        raise ValidationError(f"'{name}' is required", field=name)
-    value = body[name]
-    if kind is int and isinstance(value, bool) or not isinstance(value, kind):
-        raise ValidationError(f"'{name}' must be {getattr(kind, '__name__', kind)}", field=name)
-    return value
 
 
 @dataclass(frozen=True)
@@ -52,19 +40,19 @@ class SubscriptionSpec:
 
     @classmethod
     def from_dict(cls, body: dict) -> "SubscriptionSpec":
-        quota = _req(body, "quota", int, optional=True)
+        quota = required(body, "quota", int, optional=True)
         if quota is not None and quota < 0:
             raise ValidationError("'quota' must be >= 0", field="quota")
         return cls(
-            id=_req(body, "id", str),
-            source_uuid=_req(body, "source_uuid", str),
-            tenant_id=_req(body, "tenant_id", str),
-            wiki=_req(body, "wiki", str),
-            title=_req(body, "title", str),
-            content=_req(body, "content", bool, optional=True, default=False),
+            id=required(body, "id", str),
+            source_uuid=required(body, "source_uuid", str),
+            tenant_id=required(body, "tenant_id", str),
+            wiki=required(body, "wiki", str),
+            title=required(body, "title", str),
+            content=required(body, "content", bool, optional=True, default=False),
             quota=quota,
-            leased=_req(body, "leased", bool, optional=True, default=False),
-            identity=_req(body, "identity", str, optional=True),
+            leased=required(body, "leased", bool, optional=True, default=False),
+            identity=required(body, "identity", str, optional=True),
         )
 
 
@@ -80,8 +68,8 @@ class PutAck:
 
     @classmethod
     def from_dict(cls, body: dict) -> "PutAck":
-        return cls(id=_req(body, "id", str), state=_req(body, "state", str),
-                   changed=_req(body, "changed", bool))
+        return cls(id=required(body, "id", str), state=required(body, "state", str),
+                   changed=required(body, "changed", bool))
 
 
 @dataclass(frozen=True)
@@ -95,7 +83,7 @@ class DropAck:
 
     @classmethod
     def from_dict(cls, body: dict) -> "DropAck":
-        return cls(id=_req(body, "id", str), removed=_req(body, "removed", bool))
+        return cls(id=required(body, "id", str), removed=required(body, "removed", bool))
 
 
 @dataclass(frozen=True)
@@ -116,9 +104,9 @@ class ItemError:
 
     @classmethod
     def from_dict(cls, body: dict) -> "ItemError":
-        error = _req(body, "error", dict)
-        return cls(id=_req(body, "id", str, optional=True), code=_req(error, "code", str),
-                   message=_req(error, "message", str), field=_req(error, "field", str, optional=True))
+        error = required(body, "error", dict)
+        return cls(id=required(body, "id", str, optional=True), code=required(error, "code", str),
+                   message=required(error, "message", str), field=required(error, "field", str, optional=True))
 
 
 @dataclass(frozen=True)
@@ -139,8 +127,8 @@ class SendBatch:
 
     @classmethod
     def from_dict(cls, body: dict) -> "SendBatch":
-        drops = _req(body, "drops", list, optional=True, default=[])
-        puts = _req(body, "puts", list, optional=True, default=[])
+        drops = required(body, "drops", list, optional=True, default=[])
+        puts = required(body, "puts", list, optional=True, default=[])
         if not all(isinstance(d, str) for d in drops):
             raise ValidationError("'drops' must be a list of ids", field="drops")
         if len(drops) + len(puts) > MAX_BATCH_ITEMS:
@@ -163,21 +151,14 @@ class SendBatchAck:
         def items(name: str, ack) -> tuple:
             try:
                 return tuple(ItemError.from_dict(item) if isinstance(item, dict) and "error" in item
-                             else ack.from_dict(item) for item in _req(body, name, list))
+                             else ack.from_dict(item) for item in required(body, name, list))
             except ValidationError as exc:
                 raise ValidationError(f"{name}: {exc.message}", field=name) from None
         return cls(drops=items("drops", DropAck), puts=items("puts", PutAck))
 
 
-def _strings(body: dict, name: str) -> list[str]:
-    items = _req(body, name, list, optional=True, default=[])
-    if not all(isinstance(item, str) for item in items):
-        raise ValidationError(f"'{name}' must be a list of strings", field=name)
-    return items
-
-
 def _count(body: dict, name: str, *, minimum: int = 0) -> int:
-    value = _req(body, name, int)
+    value = required(body, name, int)
     if value < minimum:
         raise ValidationError(f"'{name}' must be >= {minimum}", field=name)
     return value
@@ -202,10 +183,10 @@ class Lease:
 
     @classmethod
     def from_dict(cls, body: dict) -> "Lease":
-        ttl = float(_req(body, "ttl_s", (int, float)))
+        ttl = float(required(body, "ttl_s", (int, float)))
         if not ttl > 0:
             raise ValidationError("'ttl_s' must be > 0", field="ttl_s")
-        expires_at = _req(body, "expires_at", (int, float), optional=True)
+        expires_at = required(body, "expires_at", (int, float), optional=True)
         return cls(cap=_count(body, "cap"), ttl_s=ttl, gen=_count(body, "gen", minimum=1),
                    expires_at=None if expires_at is None else float(expires_at))
 
@@ -227,9 +208,9 @@ class LeaseStatus:
     @classmethod
     def from_dict(cls, body: dict) -> "LeaseStatus":
         return cls(gen=_count(body, "gen", minimum=1), cap=_count(body, "cap"),
-                   expires_in_s=float(_req(body, "expires_in_s", (int, float))),
-                   synced=_req(body, "synced", bool, optional=True, default=False),
-                   caught_up=_req(body, "caught_up", bool, optional=True, default=False))
+                   expires_in_s=float(required(body, "expires_in_s", (int, float))),
+                   synced=required(body, "synced", bool, optional=True, default=False),
+                   caught_up=required(body, "caught_up", bool, optional=True, default=False))
 
 
 @dataclass(frozen=True)
@@ -258,22 +239,22 @@ class SubscriptionStatus:
     def from_dict(cls, body: dict) -> "SubscriptionStatus":
         # a state this version does not know (a newer spawn in a rolling upgrade) is kept as it is: the hub
         # ignores it rather than failing the node's whole poll
-        state = _req(body, "state", str)
+        state = required(body, "state", str)
         return cls(
-            id=_req(body, "id", str), state=state,
-            revisions=_req(body, "revisions", int, optional=True, default=0),
-            last_rev_id=_req(body, "last_rev_id", int, optional=True),
-            last_error=_req(body, "last_error", str, optional=True),
-            spec=_req(body, "spec", dict, optional=True),
+            id=required(body, "id", str), state=state,
+            revisions=required(body, "revisions", int, optional=True, default=0),
+            last_rev_id=required(body, "last_rev_id", int, optional=True),
+            last_error=required(body, "last_error", str, optional=True),
+            spec=required(body, "spec", dict, optional=True),
             lease=_optional_lease(body),
-            page_key=_req(body, "page_key", str, optional=True),
-            complete=_req(body, "complete", bool, optional=True),
-            settled=_req(body, "settled", bool, optional=True),
+            page_key=required(body, "page_key", str, optional=True),
+            complete=required(body, "complete", bool, optional=True),
+            settled=required(body, "settled", bool, optional=True),
         )
 
 
 def _optional_lease(body: dict) -> LeaseStatus | None:
-    lease = _req(body, "lease", dict, optional=True)
+    lease = required(body, "lease", dict, optional=True)
     try:
         return None if lease is None else LeaseStatus.from_dict(lease)
     except ValidationError as exc:
@@ -282,7 +263,7 @@ def _optional_lease(body: dict) -> LeaseStatus | None:
 
 def _number(body: dict, name: str, *, positive: bool = False) -> float:
     """A required number >= 0 (> 0 with `positive`)."""
-    value = _req(body, name, (int, float))
+    value = required(body, name, (int, float))
     if isinstance(value, bool) or value < 0 or positive and not value > 0:
         raise ValidationError(f"'{name}' must be {'> 0' if positive else '>= 0'}", field=name)
     return float(value)
@@ -299,7 +280,7 @@ def _count_or(body: dict, name: str, default: int | None, *, minimum: int = 0) -
 def _amounts(body: dict, name: str, kind, cast) -> dict:
     """An optional {str: amount >= 0} object; amounts must be `kind` (never a bool)."""
     out = {}
-    for key, value in _req(body, name, dict, optional=True, default={}).items():
+    for key, value in required(body, name, dict, optional=True, default={}).items():
         if isinstance(value, bool) or not isinstance(value, kind) or value < 0:
             raise ValidationError(f"'{name}.{key}' must be a number >= 0", field=name)
         out[key] = cast(value)
@@ -364,7 +345,7 @@ class Budget:
     @classmethod
     def from_dict(cls, body: dict) -> "Budget":
         windows = []
-        for item in _req(body, "windows", list, optional=True, default=[]):
+        for item in required(body, "windows", list, optional=True, default=[]):
             try:
                 windows.append(Window.from_dict(item))
             except ValidationError as exc:
@@ -373,15 +354,15 @@ class Budget:
             raise ValidationError("'windows' holds at most 2 windows", field="windows")
         if any(b.start < a.end for a, b in zip(windows, windows[1:])):
             raise ValidationError("'windows' must be sorted and must not overlap", field="windows")
-        return cls(gen=_count(body, "gen", minimum=1), wiki_host=_req(body, "wiki_host", str),
-                   credential=_req(body, "credential", str, optional=True), windows=tuple(windows),
+        return cls(gen=_count(body, "gen", minimum=1), wiki_host=required(body, "wiki_host", str),
+                   credential=required(body, "credential", str, optional=True), windows=tuple(windows),
                    slow_after_s=_number_or(body, "slow_after_s", 1.0, positive=True) or 1.0,
                    slow_wait_s=_number_or(body, "slow_wait_s", 5.0) or 0.0,
                    maxlag=_count_or(body, "maxlag", 5) or 0,
                    paused_until=_number_or(body, "paused_until", None),
                    weights=_amounts(body, "weights", (int, float), float),
-                   login=_req(body, "login", bool, optional=True, default=False),
-                   give_back=_req(body, "give_back", bool, optional=True, default=False),
+                   login=required(body, "login", bool, optional=True, default=False),
+                   give_back=required(body, "give_back", bool, optional=True, default=False),
                    served=_amounts(body, "served", (int, float), float),
                    cycle_s=_number_or(body, "cycle_s", DEFAULT_BUDGET_CYCLE_S, positive=True)
                    or DEFAULT_BUDGET_CYCLE_S)
@@ -422,22 +403,11 @@ class IdentityUse:
                    throttled=_count_or(body, "throttled", 0) or 0,
                    busy_s=_number_or(body, "busy_s", 0.0) or 0.0,
                    paused_until=_number_or(body, "paused_until", None),
-                   pause_reason=_req(body, "pause_reason", str, optional=True),
-                   auth_error=_req(body, "auth_error", str, optional=True),
-                   needs_login=_req(body, "needs_login", bool, optional=True, default=False),
+                   pause_reason=required(body, "pause_reason", str, optional=True),
+                   auth_error=required(body, "auth_error", str, optional=True),
+                   needs_login=required(body, "needs_login", bool, optional=True, default=False),
                    released_gen=_count_or(body, "released_gen", None, minimum=1),
                    served=_amounts(body, "served", (int, float), float))
-
-
-def _keyed(body: dict, name: str, parse) -> dict:
-    """An optional {id: object} map parsed with `parse`; errors name the map and the key."""
-    out = {}
-    for key, item in _req(body, name, dict, optional=True, default={}).items():
-        try:
-            out[key] = parse(item)
-        except ValidationError as exc:
-            raise ValidationError(f"{name}.{key}: {exc.message}", field=name) from None
-    return out
 
 
 @dataclass(frozen=True)
@@ -485,24 +455,24 @@ class StatusReport:
     @classmethod
     def from_dict(cls, body: dict) -> "StatusReport":
         subs, rejected = [], []
-        for index, item in enumerate(_req(body, "subscriptions", list, optional=True, default=[])):
+        for index, item in enumerate(required(body, "subscriptions", list, optional=True, default=[])):
             try:
                 subs.append(SubscriptionStatus.from_dict(item))
             except ValidationError as exc:
                 rejected.append(f"subscriptions[{index}]: {exc.message}")
         return cls(
-            node_id=_req(body, "node_id", str, optional=True),
-            boot_id=_req(body, "boot_id", str),
-            attached=_req(body, "attached", bool),
+            node_id=required(body, "node_id", str, optional=True),
+            boot_id=required(body, "boot_id", str),
+            attached=required(body, "attached", bool),
             subscriptions=tuple(subs),
             rejected=tuple(rejected),
-            sources=_req(body, "sources", int, optional=True, default=0),
-            identities=_keyed(body, "identities", IdentityUse.from_dict),
-            next=_req(body, "next", str, optional=True),
-            token=_req(body, "token", str, optional=True),
-            delta=_req(body, "delta", bool, optional=True, default=False),
-            removed=tuple(_strings(body, "removed")),
-            feeds=parse_map(body, "feeds", FeedReport.from_dict),
+            sources=required(body, "sources", int, optional=True, default=0),
+            identities=keyed(body, "identities", IdentityUse.from_dict),
+            next=required(body, "next", str, optional=True),
+            token=required(body, "token", str, optional=True),
+            delta=required(body, "delta", bool, optional=True, default=False),
+            removed=tuple(strings(body, "removed")),
+            feeds=keyed(body, "feeds", FeedReport.from_dict),
         )
 
 
@@ -519,7 +489,7 @@ class PollPage:
         page, pages = _count(body, "page"), _count(body, "pages", minimum=1)
         if page >= pages:
             raise ValidationError("'page' must be < 'pages'", field="assigned")
-        return cls(round=_req(body, "round", str), page=page, pages=pages)
+        return cls(round=required(body, "round", str), page=page, pages=pages)
 
 
 @dataclass(frozen=True)
@@ -540,8 +510,8 @@ class ReportPage:
 
     @classmethod
     def from_dict(cls, body: dict) -> "ReportPage":
-        return cls(after=_req(body, "after", str, optional=True), limit=_count(body, "limit", minimum=1),
-                   since=_req(body, "since", str, optional=True))
+        return cls(after=required(body, "after", str, optional=True), limit=_count(body, "limit", minimum=1),
+                   since=required(body, "since", str, optional=True))
 
 
 @dataclass(frozen=True)
@@ -584,26 +554,26 @@ class Poll:
 
     @classmethod
     def from_dict(cls, body: dict) -> "Poll":
-        assigned = _req(body, "assigned", (list, dict), optional=True, default=[])
+        assigned = required(body, "assigned", (list, dict), optional=True, default=[])
         page = None
         if isinstance(assigned, dict):
             page = PollPage.from_dict(assigned)
-            assigned = _req(assigned, "ids", list)
+            assigned = required(assigned, "ids", list)
         if not all(isinstance(a, str) for a in assigned):
             raise ValidationError("'assigned' must be a list of ids", field="assigned")
-        report = _req(body, "report", dict, optional=True)
+        report = required(body, "report", dict, optional=True)
         leases = {}
-        for sub_id, lease in _req(body, "leases", dict, optional=True, default={}).items():
+        for sub_id, lease in required(body, "leases", dict, optional=True, default={}).items():
             try:
                 leases[sub_id] = Lease.from_dict(lease)
             except ValidationError as exc:
                 raise ValidationError(f"leases.{sub_id}: {exc.message}", field="leases") from None
-        return cls(node_id=_req(body, "node_id", str), assigned=tuple(assigned), leases=leases,
-                   budgets=_keyed(body, "budgets", Budget.from_dict), page=page,
+        return cls(node_id=required(body, "node_id", str), assigned=tuple(assigned), leases=leases,
+                   budgets=keyed(body, "budgets", Budget.from_dict), page=page,
                    report=None if report is None else ReportPage.from_dict(report),
-                   feeds=parse_map(body, "feeds", FeedDuty.from_dict),
-                   changes=parse_list(body, "changes", Nudge.from_dict),
-                   followed=tuple(_strings(body, "followed")))
+                   feeds=keyed(body, "feeds", FeedDuty.from_dict),
+                   changes=listed(body, "changes", Nudge.from_dict),
+                   followed=tuple(strings(body, "followed")))
 
 
 @dataclass(frozen=True)
@@ -612,7 +582,7 @@ class Registration:
 
     @classmethod
     def from_dict(cls, body: dict) -> "Registration":
-        url = _req(body, "url", str)
+        url = required(body, "url", str)
         if not url.startswith(("http://", "https://")):
             raise ValidationError("'url' must be an http(s) URL", field="url")
         return cls(url=url.rstrip("/"))
@@ -630,7 +600,7 @@ class RegistrationAck:
 
     @classmethod
     def from_dict(cls, body: dict) -> "RegistrationAck":
-        return cls(id=_req(body, "id", str),
-                   poll_interval_s=float(_req(body, "poll_interval_s", (int, float))),
-                   detach_after_s=float(_req(body, "detach_after_s", (int, float))),
-                   orphan_after_s=float(_req(body, "orphan_after_s", (int, float))))
+        return cls(id=required(body, "id", str),
+                   poll_interval_s=float(required(body, "poll_interval_s", (int, float))),
+                   detach_after_s=float(required(body, "detach_after_s", (int, float))),
+                   orphan_after_s=float(required(body, "orphan_after_s", (int, float))))

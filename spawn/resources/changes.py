@@ -2,8 +2,9 @@
 (docs/coordination.md, "The change feed"). Idempotent: a page nudged twice makes one more pass. The node
 secret as for every hub call; the body is `{"changes": [Nudge, ...]}`, at most 5,000 of them."""
 from shared.errors import PayloadTooLarge, ValidationError
-from shared.feed_wire import Nudge, parse_list
+from shared.feed_wire import Nudge
 from shared.json_body import read_json
+from shared.wire_fields import listed
 from spawn.node import Node
 
 MAX_BODY_BYTES = 1024 * 1024
@@ -20,4 +21,4 @@ class ChangesResource:
             raise ValidationError("'changes' must be a list", field="changes")
         if len(body["changes"]) > MAX_CHANGES:
             raise PayloadTooLarge(f"at most {MAX_CHANGES} changes per request", field="changes")
-        resp.media = {"nudged": self.node.nudge(parse_list(body, "changes", Nudge.from_dict))}
+        resp.media = {"nudged": self.node.nudge(listed(body, "changes", Nudge.from_dict))}
