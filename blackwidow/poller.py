@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Callable, Mapping
 
-from blackwidow import feed_plan, fencing, poll_pages, reload, sends
+from blackwidow import feed_tick, fencing, poll_pages, reload, sends
 from blackwidow.decide import Decision, Polled, Rules, Settlement, decide, settle
 from blackwidow.store import changes, feeds as feeds_store, identities
 from blackwidow.upstream import tick as upstream_tick
@@ -29,8 +29,6 @@ from blackwidow.store import coordination as store
 from blackwidow.store.coordination import AssignmentView, Snapshot
 from blackwidow.tick_gc import without_cyclic_gc
 from shared.config import HubConfig
-from shared.feed_wire import FeedDuty, Nudge
-from shared.hashing import wiki_key
 from shared.wire import Budget, IdentityUse, Lease, Poll, StatusReport, SubscriptionStatus
 
 logger = logging.getLogger(__name__)
@@ -58,13 +56,8 @@ class PollerState:
     reports: dict[str, "Known"] = field(default_factory=dict)
     # the snapshot as of change number `seq` (blackwidow.store.changes), read again only where it changed
     cache: "Cached | None" = None
-    # the change feeds followed (blackwidow.feed_plan); None: read again from the database
-    feeds: dict[str, feed_plan.WikiFeedState] | None = None
-    # the wikis enabled subscriptions want, as of a change number
-    wanted: tuple[int, dict[str, feed_plan.Wanted]] | None = None
-    # {wiki: {route key: subscription ids}} of the enabled subscriptions, as of (snapshot, change number,
-    # page keys written): a feed's changes are routed through it without a pass over every subscription
-    routes: tuple[tuple | None, dict[str, dict[str, list[str]]]] | None = None
+    # the change feeds followed and what routing their changes needs (blackwidow.feed_tick)
+    feed: feed_tick.FeedMemory = field(default_factory=feed_tick.FeedMemory)
     page_keys: int = 0              # ticks that wrote a page key
 
 
@@ -114,7 +107,7 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
         if state.fence is None:
             state.fence = fencing.claim(session, holder_id(), at)
             state.cache = None            # an earlier leader may have written anything
-            state.feeds = None
+            state.feed.feeds = None
             logger.info("scheduler.epoch", extra={"epoch": state.fence.epoch})
         else:
             fencing.check(session, state.fence)
@@ -125,9 +118,9 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
         state.cache = _snapshot(session, state.cache)
         snap = leasing.mark_leased(state.cache.snapshot, leasing.leased_tenants(before))
         upstream = identities.load(session, reported={i for uses in state.uses.values() for i in uses})
-        if state.feeds is None:
-            state.feeds = feeds_store.load(session)
-    before_feeds = dict(state.feeds)       # as persisted: the tick writes the feeds that changed
+        if state.feed.feeds is None:
+            state.feed.feeds = feeds_store.load(session)
+    before_feeds = dict(state.feed.feeds)       # as persisted: the tick writes the feeds that changed
     live = sorted((n for n in snap.nodes.values() if n.state == store.LIVE), key=lambda n: n.id)
     live_ids = frozenset(n.id for n in live)
     stages.end("load")
@@ -144,12 +137,12 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
 
     paging = poll_pages.Paging(config.poll_page_ids, config.report_page_items)
     state.reports = {nid: known for nid, known in state.reports.items() if nid in live_ids}
-    feeds = _feed_round(state, snap, live_ids, config, at)
+    feeds = feed_tick.plan_round(state.feed, snap, state.cache.seq, state.uses, live_ids, config, at)
     polled = _poll_nodes(spawn_client, live, snap, metrics, leases, budgets, paging, state.reports, feeds)
     stages.end("polls")
     # the changes the readers reported go to their nodes now, not a poll later
-    read = _feeds_read(state, feeds, polled, snap, live_ids, at, metrics)
-    state.feeds, pushed = _push_nudges(spawn_client, read, polled, snap, live_ids)
+    read = feed_tick.read_reports(state.feed, feeds, polled, snap, live_ids, at, metrics, _routes_version(state))
+    state.feed.feeds, pushed = feed_tick.push_nudges(spawn_client, read, polled, snap, live_ids)
     stages.end("feeds")
     state.uses = {nid: r.identities for nid, r in polled.reports.items()} | \
         {nid: use for nid, use in state.uses.items() if nid in polled.failed}
@@ -164,25 +157,25 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
     outcomes = _execute(spawn_client, decision.plan, snap, metrics)
     stages.end("sends")
     settlement = settle(snap, decision, outcomes, at, rules)
-    state.feeds = _feeds_settled(state.feeds, pushed, decision.live, at, metrics)
-    _freeze_watermarks(settlement.subscriptions, snap, before_feeds)
+    state.feed.feeds = feed_tick.settled(state.feed.feeds, pushed, decision.live, at, metrics)
+    feed_tick.freeze_watermarks(settlement.subscriptions, snap, before_feeds)
     try:
         with sessionmaker.begin() as session:
             fencing.check(session, state.fence, ticked_at=now())
             written = _record(session, snap, at, leases, polled, decision, settlement, config.max_clock_skew_s)
-            feeds_store.save(session, state.feeds, before_feeds)
+            feeds_store.save(session, state.feed.feeds, before_feeds)
             changes.prune(session, state.cache.seq)
         store.apply_settlement(state.cache.snapshot, *written)
         if any("page_key" in values for values in written[2].values()):
             state.page_keys += 1
     except fencing.LeadershipLost:
         state.cache = None
-        state.feeds = None
+        state.feed.feeds = None
         raise
     except Exception:
         # sends already happened; the next tick adopts what the nodes report
         state.cache = None
-        state.feeds = None
+        state.feed.feeds = None
         metrics.tick_errors.inc()
         logger.exception("tick.record_failed")
     stages.end("record")
@@ -266,6 +259,13 @@ def _record(session, snap: Snapshot, at: datetime, leases: leasing.LeaseRound, p
     return assignments, settlement.deleted, subscriptions
 
 
+def _routes_version(state: PollerState) -> tuple | None:
+    """The version of the snapshot the feed's route index (feed_tick.routes) is kept for: the cached snapshot,
+    not the tick's, which with leased tenants is a marked copy of it; its change number; the page keys written."""
+    cached = state.cache
+    return (id(cached.snapshot), cached.seq, state.page_keys) if cached is not None else None
+
+
 def _each(fn, items: list) -> list:
     if not items:
         return []
@@ -273,146 +273,9 @@ def _each(fn, items: list) -> list:
         return list(pool.map(fn, items))
 
 
-@dataclass(frozen=True)
-class FeedRound:
-    """What this tick's polls carry for the change feeds: each reader's duties, each node's nudges, the
-    followed wikis (blackwidow.feed_plan)."""
-    duties: Mapping[str, Mapping[str, FeedDuty]] = field(default_factory=dict)
-    nudges: Mapping[str, tuple[Nudge, ...]] = field(default_factory=dict)
-    followed: tuple[str, ...] = ()
-
-    def for_node(self, node: str) -> poll_pages.FeedPart:
-        return poll_pages.FeedPart(self.duties.get(node, {}), self.nudges.get(node, ()), self.followed)
-
-
-def _feed_round(state: PollerState, snap: Snapshot, live: frozenset[str], config: HubConfig,
-                at: datetime) -> FeedRound:
-    if config.feed_interval_s <= 0 or state.feeds is None or state.cache is None:
-        return FeedRound()
-    if state.wanted is None or state.wanted[0] != state.cache.seq:
-        state.wanted = (state.cache.seq, _wanted(snap))
-    wanted = state.wanted[1]
-    # a feed that missed three reads (or three polls) is not vouched for: its pages are revisited again
-    stale_s = 3 * max(config.feed_interval_s, config.poll_interval_s)
-    waiting: dict[str | None, dict[str, int]] = {}
-    for node, uses in state.uses.items():
-        for identity, use in uses.items():
-            waiting.setdefault(identity, {})[node] = sum(use.fresh.values()) + sum(use.backfill.values())
-    duties = feed_plan.duties(state.feeds, wanted, live, config.feed_interval_s, waiting)
-    state.feeds = feed_plan.with_readers(state.feeds, duties)
-    return FeedRound(duties, feed_plan.outgoing(state.feeds), feed_plan.followed(state.feeds, wanted, at, stale_s))
-
-
-def _wanted(snap: Snapshot) -> dict[str, feed_plan.Wanted]:
-    tenants: dict[str, set[str]] = {}
-    identity: dict[str, str | None] = {}
-    for sub in snap.subscriptions.values():
-        if sub.enabled:
-            tenants.setdefault(sub.spec.wiki, set()).add(sub.spec.tenant_id)
-            identity[sub.spec.wiki] = sub.spec.identity
-    return {wiki: feed_plan.Wanted(identity[wiki], tuple(sorted(t))) for wiki, t in tenants.items()}
-
-
-def _feeds_read(state: PollerState, sent: FeedRound, polled: Polled, snap: Snapshot, live: frozenset[str],
-                at: datetime, metrics: SchedulerMetrics) -> dict[str, feed_plan.WikiFeedState]:
-    """The feeds after this tick's polls: the nudges they carried delivered, the readers' reports routed."""
-    answered = set(polled.reports)
-    out = {wiki: feed_plan.confirm(feed_plan.delivered(s, sent.nudges, answered, live), answered, live)
-           for wiki, s in (state.feeds or {}).items()}
-    readers = {wiki: node for node, duties in sent.duties.items() for wiki in duties}
-    reports = {wiki: (node, polled.reports[node].feeds[wiki]) for wiki, node in readers.items()
-               if node in polled.reports and wiki in polled.reports[node].feeds}
-    routes = _routes(state, snap) if any(r.changes or r.gaps for _, r in reports.values()) else {}
-    for wiki, (node, report) in reports.items():
-        before = out.get(wiki, feed_plan.WikiFeedState())
-        keys = routes.get(wiki, {})
-        held = {key: _nodes(snap, keys.get(key, ())) for key in feed_plan.keys_of(report, wiki)}
-        nodes = _nodes(snap, (sid for sids in keys.values() for sid in sids)) if report.gaps else set()
-        after = feed_plan.absorb(before, node, report, held, nodes, wiki, at)
-        label = wiki_key(wiki)
-        if after.changes > before.changes:
-            metrics.feed_changes.labels(label).inc(after.changes - before.changes)
-        if after.gaps > before.gaps:
-            metrics.feed_gaps.labels(label).inc(after.gaps - before.gaps)
-            logger.warning("feed.gap", extra={"wiki": wiki, "gap": after.last_gap})
-        out[wiki] = after
-    return out
-
-
-def _push_nudges(client: SpawnClient, feeds: Mapping[str, feed_plan.WikiFeedState], polled: Polled,
-                 snap: Snapshot, live: frozenset[str],
-                 ) -> tuple[dict[str, feed_plan.WikiFeedState], dict[str, set[str]]]:
-    """Send the pending nudges to the nodes that answered this tick's poll (POST /v1/changes, nodes at once);
-    what a node took is delivered, the rest waits for its next poll. Also returns {wiki: the nodes that took
-    its nudges}."""
-    outgoing = {node: nudges for node, nudges in feed_plan.outgoing(feeds).items() if node in polled.reports}
-
-    def push(node: str) -> str | None:
-        try:
-            client.send_changes(snap.nodes[node].url, outgoing[node])
-            return node
-        except SpawnError as exc:
-            logger.warning("feed.nudges_failed", extra={"node": node, "error": str(exc)})
-            return None
-    took = {node for node in _each(push, sorted(outgoing)) if node is not None}
-    by_wiki = {wiki: {node for node in s.pending if node in took} for wiki, s in feeds.items()}
-    return {wiki: feed_plan.delivered(s, outgoing, took, live) for wiki, s in feeds.items()}, by_wiki
-
-
-def _feeds_settled(feeds: Mapping[str, feed_plan.WikiFeedState] | None, pushed: Mapping[str, set[str]],
-                   live: frozenset[str], at: datetime,
-                   metrics: SchedulerMetrics) -> dict[str, feed_plan.WikiFeedState]:
-    """What is fully delivered acknowledged (or due once the nodes that took nudges this tick answer a poll);
-    nothing pending for a node no longer live."""
-    out = {wiki: feed_plan.settle(feed_plan.delivered(s, {}, (), live), pushed.get(wiki, ()))
-           for wiki, s in (feeds or {}).items()}
-    for wiki, s in out.items():
-        if s.watermark is not None:
-            metrics.feed_lag.labels(wiki_key(wiki)).set(max(0.0, (at - s.watermark).total_seconds()))
-    return out
-
-
-def _routes(state: PollerState, snap: Snapshot) -> dict[str, dict[str, list[str]]]:
-    """{wiki: {route key: subscription ids}} of the enabled subscriptions, built again only when the
-    snapshot, the admin API's changes or the page keys changed since."""
-    cached = state.cache
-    # the cached snapshot, not `snap`: a tick with leased tenants works on a marked copy of it
-    version = (id(cached.snapshot), cached.seq, state.page_keys) if cached is not None else None
-    if state.routes is None or version is None or state.routes[0] != version:
-        routes: dict[str, dict[str, list[str]]] = {}
-        for sid, sub in snap.subscriptions.items():
-            if sub.enabled:
-                routes.setdefault(sub.spec.wiki, {}).setdefault(sub.route_key, []).append(sid)
-        state.routes = (version, routes)
-        return routes
-    return state.routes[1]
-
-
-def _nodes(snap: Snapshot, sub_ids) -> set[str]:
-    """The nodes these subscriptions are assigned to (or were last placed on)."""
-    out = set()
-    for sid in sub_ids:
-        a = snap.assignments.get(sid)
-        node = a.node_id if a is not None else (snap.subscriptions[sid].node_id if sid in snap.subscriptions
-                                                else None)
-        if node is not None:
-            out.add(node)
-    return out
-
-
-def _freeze_watermarks(changes: dict[str, dict], snap: Snapshot,
-                       feeds: Mapping[str, feed_plan.WikiFeedState]) -> None:
-    """A subscription that stops being settled keeps the watermark its wiki had until now."""
-    settled = [(sid, sub.spec.wiki, sub.settled, values["settled"]) for sid, values in changes.items()
-               if "settled" in values for sub in (snap.subscriptions.get(sid),) if sub is not None]
-    marks = {wiki: s.watermark for wiki, s in feeds.items()}
-    for sid, mark in feed_plan.frozen_watermarks(settled, marks).items():
-        changes[sid]["watermark"] = mark
-
-
 def _poll_nodes(client: SpawnClient, live: list[store.NodeView], snap: Snapshot, metrics: SchedulerMetrics,
                 leases: leasing.LeaseRound, budgets: Mapping[str, Plan], paging: poll_pages.Paging,
-                known: dict[str, Known], feeds: FeedRound = FeedRound()) -> Polled:
+                known: dict[str, Known], feeds: feed_tick.FeedRound = feed_tick.FeedRound()) -> Polled:
     """Poll concurrently: the answers, and the nodes whose poll failed. `known` holds each node's last
     whole report and is updated with this tick's."""
     assigned = poll_pages.named(snap.assignments, {nid: k.statuses for nid, k in known.items()},

@@ -1,6 +1,6 @@
-"""The scheduler's index of route keys for the change feed (blackwidow.poller): built once, kept while the
+"""The scheduler's index of route keys for the change feed (blackwidow.feed_tick): built once, kept while the
 snapshot, the admin API's changes and the page keys stay the same, and built again when any of them moves."""
-from blackwidow import poller
+from blackwidow import feed_tick, poller
 from blackwidow.store.coordination import AssignmentView, Snapshot, SubscriptionView
 from shared.hashing import source_uuid
 from shared.wire import SubscriptionSpec
@@ -18,14 +18,16 @@ def test_the_index_is_kept_between_ticks_and_built_again_when_page_keys_change()
                                                                   str(source_uuid(WIKI, "Apple")))},
                     {"a": AssignmentView("n1", True, None)})
     state = poller.PollerState(cache=poller.Cached(snap, 7))
-    first = poller._routes(state, snap)
+
+    def routes():
+        return feed_tick.routes(state.feed, snap, poller._routes_version(state))
+    first = routes()
     assert first == {WIKI: {str(source_uuid(WIKI, "Apple")): ["a", "b"]}}
-    assert poller._routes(state, snap) is first                     # nothing changed: no pass over the rows
-    assert poller._nodes(snap, first[WIKI][str(source_uuid(WIKI, "Apple"))]) == {"n1", "n2"}
+    assert routes() is first                                         # nothing changed: no pass over the rows
+    assert feed_tick.nodes_of(snap, first[WIKI][str(source_uuid(WIKI, "Apple"))]) == {"n1", "n2"}
 
     snap.subscriptions["b"] = view("b", "apple", "n2", str(source_uuid(WIKI, "Pear")))
     state.page_keys += 1                                             # a tick wrote a page key
-    assert poller._routes(state, snap)[WIKI] == {str(source_uuid(WIKI, "Apple")): ["a"],
-                                                 str(source_uuid(WIKI, "Pear")): ["b"]}
+    assert routes()[WIKI] == {str(source_uuid(WIKI, "Apple")): ["a"], str(source_uuid(WIKI, "Pear")): ["b"]}
     state.cache = poller.Cached(snap, 8)                             # the admin API changed something
-    assert poller._routes(state, snap) is not first
+    assert routes() is not first
