@@ -68,7 +68,7 @@ def plan_round(memory: FeedMemory, snap: Snapshot, seq: int, uses: Mapping[str, 
         memory.wanted = (seq, _wanted(snap))
     wanted = memory.wanted[1]
     # a feed that missed three reads (or three polls) is not vouched for: its pages are revisited again
-    stale_s = 3 * max(config.feed_interval_s, config.poll_interval_s)
+    stale_s = 3 * report_interval_s(config)
     waiting: dict[str | None, dict[str, int]] = {}
     for node, node_uses in uses.items():
         for identity, use in node_uses.items():
@@ -76,6 +76,11 @@ def plan_round(memory: FeedMemory, snap: Snapshot, seq: int, uses: Mapping[str, 
     duties = feed_plan.duties(memory.feeds, wanted, live, config.feed_interval_s, waiting)
     memory.feeds = feed_plan.with_readers(memory.feeds, duties)
     return FeedRound(duties, feed_plan.outgoing(memory.feeds), feed_plan.followed(memory.feeds, wanted, at, stale_s))
+
+
+def report_interval_s(config: HubConfig) -> float:
+    """How often a reader's report can reach the hub: it reads every feed interval and answers every poll."""
+    return max(config.feed_interval_s, config.poll_interval_s)
 
 
 def _wanted(snap: Snapshot) -> dict[str, feed_plan.Wanted]:

@@ -75,7 +75,8 @@ SCHEMAS = {
         "watermark": {**_NULL_TS, "description": "Nothing before this time (the wiki's clock) is unread."},
         "lag_s": {"type": "number", "nullable": True, "description": "Seconds from the watermark to now."},
         "reader": {**_ID, "nullable": True, "description": "The node reading the feed for the cluster."},
-        "reported_at": {**_NULL_TS, "description": "When the reader last reported."},
+        "reported_at": {**_NULL_TS, "description": "When the reader last reported (a report that changed nothing "
+                        "else is written once per BW_FEED_INTERVAL_S or BW_POLL_INTERVAL_S, the longer)."},
         "error": {"type": "string", "nullable": True, "description": "Why the reader's last read failed."},
         "changes": {"type": "integer", "description": "Changed pages read and routed."},
         "gaps": {"type": "integer", "description": "Spans the feed no longer covered (the wiki forgot them, "

@@ -120,7 +120,7 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
         upstream = identities.load(session, reported={i for uses in state.uses.values() for i in uses})
         if state.feed.feeds is None:
             state.feed.feeds = feeds_store.load(session)
-    before_feeds = dict(state.feed.feeds)       # as persisted: the tick writes the feeds that changed
+    before_feeds = dict(state.feed.feeds)       # as the tick began: it writes the feeds that changed
     live = sorted((n for n in snap.nodes.values() if n.state == store.LIVE), key=lambda n: n.id)
     live_ids = frozenset(n.id for n in live)
     stages.end("load")
@@ -163,7 +163,9 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
         with sessionmaker.begin() as session:
             fencing.check(session, state.fence, ticked_at=now())
             written = _record(session, snap, at, leases, polled, decision, settlement, config.max_clock_skew_s)
-            feeds_store.save(session, state.feed.feeds, before_feeds)
+            # a report that changed nothing else is written once per report interval, so the row is at most an
+            # interval and a tick behind: a scheduler that takes over within an interval still finds it followed
+            feeds_store.save(session, state.feed.feeds, before_feeds, every_s=feed_tick.report_interval_s(config))
             changes.prune(session, state.cache.seq)
         store.apply_settlement(state.cache.snapshot, *written)
         if any("page_key" in values for values in written[2].values()):

@@ -27,11 +27,16 @@ def load(session: Session) -> dict[str, WikiFeedState]:
             for row in session.scalars(sa.select(WikiFeed))}
 
 
-def save(session: Session, feeds: Mapping[str, WikiFeedState], before: Mapping[str, WikiFeedState]) -> None:
-    """Write the feeds whose persisted fields changed since `before`."""
+def save(session: Session, feeds: Mapping[str, WikiFeedState], before: Mapping[str, WikiFeedState], *,
+         every_s: float) -> None:
+    """Write the feeds whose persisted fields changed since `before` (the feeds as the previous tick left them).
+    A report that changed nothing else moves `reported_at` once every `every_s` (the first tick in each span of
+    it): the row is then at most `every_s` and a tick behind the last report, which the admin API shows and a
+    scheduler that takes over reads to decide whether the feed is still followed."""
     for wiki, state in feeds.items():
         old = before.get(wiki)
-        if old is not None and _persisted(old) == _persisted(state):
+        if old is not None and _persisted(old) == _persisted(state) \
+                and not _new_span(old.reported_at, state.reported_at, every_s):
             continue
         row = session.get(WikiFeed, wiki)
         if row is None:
@@ -44,8 +49,14 @@ def save(session: Session, feeds: Mapping[str, WikiFeedState], before: Mapping[s
 
 
 def _persisted(state: WikiFeedState) -> tuple:
-    return (state.acked, state.watermark, state.reader, state.error, state.changes, state.gaps, state.last_gap,
-            state.reported_at)
+    """What the row holds besides `reported_at`: any change is written at once."""
+    return state.acked, state.watermark, state.reader, state.error, state.changes, state.gaps, state.last_gap
+
+
+def _new_span(old: datetime | None, new: datetime | None, every_s: float) -> bool:
+    if old is None or new is None or every_s <= 0:
+        return old != new
+    return new.timestamp() // every_s != old.timestamp() // every_s
 
 
 @dataclass(frozen=True)
