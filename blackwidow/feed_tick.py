@@ -14,7 +14,7 @@ Per tick (blackwidow.poller.poll_once):
 """
 import logging
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Iterable, Mapping
 
@@ -74,13 +74,26 @@ def plan_round(memory: FeedMemory, snap: Snapshot, seq: int, uses: Mapping[str, 
         for identity, use in node_uses.items():
             waiting.setdefault(identity, {})[node] = sum(use.fresh.values()) + sum(use.backfill.values())
     duties = feed_plan.duties(memory.feeds, wanted, live, config.feed_interval_s, waiting)
-    memory.feeds = feed_plan.with_readers(memory.feeds, duties)
+    memory.feeds = _new_readers_spent_nothing(memory.feeds, feed_plan.with_readers(memory.feeds, duties))
     return FeedRound(duties, feed_plan.outgoing(memory.feeds), feed_plan.followed(memory.feeds, wanted, at, stale_s))
 
 
 def report_interval_s(config: HubConfig) -> float:
     """How often a reader's report can reach the hub: it reads every feed interval and answers every poll."""
     return max(config.feed_interval_s, config.poll_interval_s)
+
+
+def _new_readers_spent_nothing(before: Mapping[str, feed_plan.WikiFeedState],
+                               after: dict[str, feed_plan.WikiFeedState]) -> dict[str, feed_plan.WikiFeedState]:
+    """`requests` counts the current reader's: a feed whose reader changed starts again at 0."""
+    return {wiki: replace(s, requests=0) if wiki in before and before[wiki].reader != s.reader else s
+            for wiki, s in after.items()}
+
+
+def spent(before: int, reported: int) -> int:
+    """The requests a reader's report adds to the `before` already counted for it: the difference, or all of
+    them when its count went back (its node restarted the reader)."""
+    return reported - before if reported >= before else reported
 
 
 def _wanted(snap: Snapshot) -> dict[str, feed_plan.Wanted]:
@@ -113,6 +126,8 @@ def read_reports(memory: FeedMemory, sent: FeedRound, polled: Polled, snap: Snap
         label = wiki_key(wiki)
         if after.changes > before.changes:
             metrics.feed_changes.labels(label).inc(after.changes - before.changes)
+        if report.requests != before.requests:
+            metrics.feed_requests.labels(label).inc(spent(before.requests, report.requests))
         if after.gaps > before.gaps:
             metrics.feed_gaps.labels(label).inc(after.gaps - before.gaps)
             logger.warning("feed.gap", extra={"wiki": wiki, "gap": after.last_gap})

@@ -37,6 +37,8 @@ class SchedulerMetrics:
                               "change before it was read and delivered)", ["wiki"], registry=r)
         self.feed_changes = Counter("bw_hub_feed_changes", "Changed pages read from a wiki's feed and routed",
                                     ["wiki"], registry=r)
+        self.feed_requests = Counter("bw_hub_feed_requests", "Requests the reader of a wiki's feed spent reading "
+                                     "it", ["wiki"], registry=r)
         self.feed_gaps = Counter("bw_hub_feed_gaps", "Spans a wiki's feed no longer covered (its pages were "
                                  "checked one by one)", ["wiki"], registry=r)
         self.keepalives = Counter("bw_hub_keepalives", "Keepalives sent to nodes between polls, by result (ok, "

@@ -257,5 +257,7 @@ class WikiFeed(Base):
     changes: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
     gaps: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
     last_gap: Mapped[str | None] = mapped_column(Text, nullable=True)       # "start/end", ISO
+    # requests the reader spent on the feed since it took it, as of reported_at
+    requests: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False, default=utcnow,
                                                  onupdate=utcnow)

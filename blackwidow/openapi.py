@@ -82,7 +82,9 @@ SCHEMAS = {
         "gaps": {"type": "integer", "description": "Spans the feed no longer covered (the wiki forgot them, "
                  "$wgRCMaxAge): every page of the wiki was then checked one by one."},
         "last_gap": {"type": "string", "nullable": True, "description": "`<start>/<end>` of the latest gap."},
-        "subscriptions": {"type": "integer", "description": "Enabled subscriptions on the wiki."}}),
+        "subscriptions": {"type": "integer", "description": "Enabled subscriptions on the wiki."},
+        "requests": {"type": "integer", "description": "Requests the reader spent on the feed since it took it "
+                     "(a new reader starts at 0), as of reported_at."}}),
     "Node": _obj({
         "id": _ID, "url": {"type": "string"}, "state": {"type": "string"},
         "last_seen": {**_NULL_TS, "description": "Last successful poll."}, "registered_at": _TS,

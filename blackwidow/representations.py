@@ -41,7 +41,7 @@ def feed(f: FeedView, *, now: datetime) -> dict:
     lag = None if f.watermark is None else round(max(0.0, (now - as_utc(f.watermark)).total_seconds()), 1)
     return {"wiki": f.wiki, "position": f.position, "watermark": timestamp(f.watermark), "lag_s": lag,
             "reader": f.reader, "reported_at": timestamp(f.reported_at), "error": f.error, "changes": f.changes,
-            "gaps": f.gaps, "last_gap": f.last_gap, "subscriptions": f.subscriptions}
+            "gaps": f.gaps, "last_gap": f.last_gap, "subscriptions": f.subscriptions, "requests": f.requests}
 
 
 def node(load: NodeLoad) -> dict:

@@ -388,6 +388,7 @@ class IdentityUse:
     # no request under them, so the hub may cut its holds and hand the slot time on
     released_gen: int | None = None
     served: Mapping[str, float] = field(default_factory=dict)
+    following: bool = False         # a feed reader of the identity runs here and keeps its windows between reads
 
     def to_dict(self) -> dict:
         body = asdict(self)
@@ -407,7 +408,8 @@ class IdentityUse:
                    auth_error=required(body, "auth_error", str, optional=True),
                    needs_login=required(body, "needs_login", bool, optional=True, default=False),
                    released_gen=_count_or(body, "released_gen", None, minimum=1),
-                   served=_amounts(body, "served", (int, float), float))
+                   served=_amounts(body, "served", (int, float), float),
+                   following=required(body, "following", bool, optional=True, default=False))
 
 
 @dataclass(frozen=True)

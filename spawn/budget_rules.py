@@ -12,6 +12,9 @@ from shared import hub_clock
 from shared.wire import Budget, Window
 
 FRESH, BACKFILL = "fresh", "backfill"
+# a wiki's change feed read: first in line on its node, since one read finds the work of the whole cluster,
+# but reported to the hub as backfill demand, so that it never makes another node give its slot back
+FEED = "feed"
 # a request needs at least this long before its window closes, or it waits for the next window:
 # one cut short at once would only be aborted and sent again
 MIN_REQUEST_S = 0.5
@@ -124,13 +127,14 @@ def tenant_weight(weights: Mapping[str, float], tenant: str) -> float:
 
 
 def pick(waiting: Iterable[Ticket], served: Mapping[str, float], weights: Mapping[str, float]) -> Ticket | None:
-    """Who gets the next slot: the longest-waiting freshness-lane source, else the backfill source
-    whose least-served tenant has the lowest service per weight (weighted fair queueing; a source
+    """Who gets the next slot: a feed read, else the longest-waiting freshness-lane source, else the backfill
+    source whose least-served tenant has the lowest service per weight (weighted fair queueing; a source
     shared by several tenants stands in line for each), oldest first among equals."""
     tickets = list(waiting)
-    fresh = [t for t in tickets if t.lane == FRESH]
-    if fresh:
-        return min(fresh, key=lambda t: t.seq)
+    for lane in (FEED, FRESH):
+        first = [t for t in tickets if t.lane == lane]
+        if first:
+            return min(first, key=lambda t: t.seq)
     if not tickets:
         return None
 
@@ -159,9 +163,20 @@ def cluster_served(others: Mapping[str, float], own: Mapping[str, float]) -> dic
 
 
 def demand(tickets: Iterable[Ticket]) -> tuple[dict[str, int], dict[str, int]]:
-    """(fresh, backfill): sources per tenant in each lane (a shared source counts for each tenant)."""
+    """(fresh, backfill): sources per tenant in each lane (a shared source counts for each tenant; a feed
+    read counts as backfill)."""
     lanes: dict[str, dict[str, int]] = {FRESH: {}, BACKFILL: {}}
     for t in tickets:
+        lane = lanes[FRESH if t.lane == FRESH else BACKFILL]
         for x in t.tenants:
-            lanes[t.lane][x] = lanes[t.lane].get(x, 0) + 1
+            lane[x] = lane.get(x, 0) + 1
     return lanes[FRESH], lanes[BACKFILL]
+
+
+def drains(ticket: Ticket, asked_seq: int | None) -> bool:
+    """Whether `ticket` may still start while the hub asks for this node's slots back (`asked_seq`: the
+    first ticket number after the ask arrived; None: not asked). A holder with freshness work serves
+    the freshness-lane requests that waited before the ask, and nothing else: so a freshness holder
+    hands the slot on within one round of its queue, and one that keeps getting new pages cannot keep
+    it."""
+    return asked_seq is None or (ticket.lane == FRESH and ticket.seq < asked_seq)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from contextlib import nullcontext
 from typing import Callable, Iterable, Mapping
 
 from shared.feed_wire import FeedDuty, FeedGap, FeedReport
@@ -17,7 +18,7 @@ from spawn.change_feed import ChangeFeed
 from spawn.feed_position import FeedPosition
 from spawn.mediawiki import Cancelled, MediaWikiClient, MediaWikiError
 from spawn.metrics import SpawnMetrics
-from spawn.upstream_budget import BACKFILL, Demand
+from spawn.upstream_budget import FEED, Demand
 
 logger = logging.getLogger(__name__)
 
@@ -29,10 +30,11 @@ def _position(token: str | None) -> FeedPosition | None:
 
 
 def _demand(duty: FeedDuty) -> Demand:
-    # the backfill lane: a node waiting in the freshness lane takes the identity's slot from a node that holds it
-    # for a backfill, and a read every few seconds would take it at every read (with one request in flight, the
-    # other nodes' backfill stalled). The changes the feed finds are freshness work: their pages' requests are.
-    return Demand(BACKFILL, duty.tenants)
+    # the feed lane: first in line on this node, but backfill demand to the hub. A node waiting in the freshness
+    # lane takes the identity's slot from a node that holds it for a backfill, and a read every few seconds would
+    # take it at every read (with one request in flight, the other nodes' backfill stalled). The changes the feed
+    # finds are freshness work: their pages' requests are.
+    return Demand(FEED, duty.tenants)
 
 
 class FeedReader:
@@ -67,10 +69,12 @@ class FeedReader:
             return feed_buffer.report(self._buf, error=self._error, requests=self.feed.requests)
 
     def _run(self) -> None:
-        while not self._stop.is_set():
-            more = self.read_once()
-            if not more and self._stop.wait(self.duty.interval_s):
-                return
+        budget = self.feed.client.budget
+        with budget.following() if budget is not None else nullcontext():
+            while not self._stop.is_set():
+                more = self.read_once()
+                if not more and self._stop.wait(self.duty.interval_s):
+                    return
 
     def read_once(self) -> bool:
         """One read from the buffer's position; True when the feed has more right away."""

@@ -16,10 +16,10 @@ from typing import Callable, Iterator, Mapping
 
 from shared.wire import DEFAULT_BUDGET_CYCLE_S, Budget, IdentityUse
 from spawn import budget_rules as rules
-from spawn.budget_rules import BACKFILL, FRESH
+from spawn.budget_rules import BACKFILL, FEED, FRESH
 from spawn.host_limiter import Cancelled
 
-__all__ = ["BACKFILL", "FRESH", "Demand", "IdentityBudget", "Permit", "UpstreamBudgets"]
+__all__ = ["BACKFILL", "FEED", "FRESH", "Demand", "IdentityBudget", "Permit", "UpstreamBudgets"]
 
 MAX_WAIT_S = 0.5        # waiters look at their cancel event at least this often
 # a node idle this long, with nobody waiting, gives its windows back in its next report: a source between
@@ -67,6 +67,8 @@ class IdentityBudget:
         self._budget_waiting: dict[int, rules.Ticket] = {}   # sources waiting for a first Budget
         self._released_gen: int | None = None                # windows given back up to this Budget gen
         self._asked_gen: int | None = None                   # the hub asked for them back up to this gen
+        self._asked_seq: int | None = None                   # first ticket after that ask: see rules.drains
+        self._following = 0                                  # feed readers of this identity running here
 
     # -- from the hub ------------------------------------------------------------------------
     def apply(self, budget: Budget) -> bool:
@@ -80,9 +82,11 @@ class IdentityBudget:
             if self._released_gen is not None and budget.gen > self._released_gen:
                 self._released_gen = None
             if budget.give_back:
+                if self._asked_gen is None:
+                    self._asked_seq = next(self._seq)
                 self._asked_gen = budget.gen
             elif self._asked_gen is not None and budget.gen > self._asked_gen:
-                self._asked_gen = None
+                self._asked_gen = self._asked_seq = None
             self.budget = budget
             self._cond.notify_all()
             return True
@@ -186,8 +190,8 @@ class IdentityBudget:
                     if cancel is not None and cancel.is_set():
                         raise Cancelled()
                     now = self._clock()
-                    gate = rules.gate(self._usable(), self._local, now, self.skew_s, self.identity)
-                    if gate.granted and rules.pick(self._waiting.values(), self._cluster_served(now),
+                    gate = rules.gate(self._usable(ticket), self._local, now, self.skew_s, self.identity)
+                    if gate.granted and rules.pick(self._eligible(), self._cluster_served(now),
                                                    self.budget.weights if self.budget else {}) is ticket:
                         break
                     reason = gate.reason or f"queued for a slot of {self.identity}"
@@ -237,13 +241,36 @@ class IdentityBudget:
         with self._cond:
             return rules.extended(self._usable(), deadline, self.skew_s)
 
-    def _usable(self) -> Budget | None:
-        """The Budget requests may start under: its windows are gone once given back or asked for."""
+    def _usable(self, ticket: rules.Ticket | None = None) -> Budget | None:
+        """The Budget `ticket` may start under: its windows are gone once given back, and once asked for
+        unless the ticket may still drain (rules.drains)."""
         budget = self.budget
-        given_back = max(self._released_gen or 0, self._asked_gen or 0)
-        if budget is not None and budget.gen <= given_back:
+        if budget is None:
+            return None
+        if budget.gen <= (self._released_gen or 0):
+            return replace(budget, windows=())
+        if budget.gen <= (self._asked_gen or 0) and (ticket is None or not rules.drains(ticket, self._asked_seq)):
             return replace(budget, windows=())
         return budget
+
+    def _eligible(self) -> list[rules.Ticket]:
+        """The waiting tickets that may start under the Budget as it stands (all of them unless asked)."""
+        budget = self.budget
+        asked = budget is not None and budget.gen <= (self._asked_gen or 0)
+        return [t for t in self._waiting.values() if not asked or rules.drains(t, self._asked_seq)]
+
+    @contextmanager
+    def following(self) -> Iterator[None]:
+        """While a feed reader of this identity runs here: between its reads the node keeps its windows
+        instead of giving them back idle, and says so to the hub (IdentityUse.following), which then
+        extends its holds only while no other node wants the slot and asks for it back when one does."""
+        with self._cond:
+            self._following += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._following -= 1
 
     def _set(self, **changes) -> None:
         self._local = rules.Local(**{**self._local.__dict__, **changes})
@@ -256,12 +283,12 @@ class IdentityBudget:
                                             *self._login_waiting.values(), *self._budget_waiting.values()])
             now = self._clock()
             self._cluster_served(now)           # drops the starts that left the cycle
-            waiting = bool(self._waiting or self._login_waiting or self._budget_waiting)
+            waiting = bool(self._waiting or self._login_waiting or self._budget_waiting or self._following)
             if rules.may_release(self.budget, self._local, now, self.skew_s, waiting=waiting, idle_s=RELEASE_IDLE_S):
                 assert self.budget is not None
                 self._released_gen = self.budget.gen
-            if self._asked_gen is not None and self._local.in_flight == 0:
-                # asked to give back: no new request started since, and the last one has ended
+            if self._asked_gen is not None and self._local.in_flight == 0 and not self._eligible():
+                # asked to give back: the freshness requests that waited then are served, the last has ended
                 self._released_gen = max(self._released_gen or 0, self._asked_gen)
             paused = self._local.paused_until
             live = paused is not None and paused > now
@@ -270,7 +297,7 @@ class IdentityBudget:
                                paused_until=paused if live else None,
                                pause_reason=self.pause_reason if live else None,
                                auth_error=self._local.auth_error, needs_login=bool(self._login_waiting),
-                               released_gen=self._released_gen,
+                               released_gen=self._released_gen, following=self._following > 0,
                                served={t: round(n, 3) for t, n in self._served.items()})
 
 

@@ -23,16 +23,17 @@ def load(session: Session) -> dict[str, WikiFeedState]:
     return {row.wiki: WikiFeedState(acked=row.position, watermark=_aware(row.watermark), read_to=row.position,
                                     covered_to=_aware(row.watermark), reader=row.reader,
                                     reported_at=_aware(row.reported_at), error=row.error, changes=row.changes,
-                                    gaps=row.gaps, last_gap=row.last_gap)
+                                    gaps=row.gaps, last_gap=row.last_gap, requests=row.requests)
             for row in session.scalars(sa.select(WikiFeed))}
 
 
 def save(session: Session, feeds: Mapping[str, WikiFeedState], before: Mapping[str, WikiFeedState], *,
          every_s: float) -> None:
     """Write the feeds whose persisted fields changed since `before` (the feeds as the previous tick left them).
-    A report that changed nothing else moves `reported_at` once every `every_s` (the first tick in each span of
-    it): the row is then at most `every_s` and a tick behind the last report, which the admin API shows and a
-    scheduler that takes over reads to decide whether the feed is still followed."""
+    A report that changed nothing else moves `reported_at` (and the reader's `requests`) once every `every_s`
+    (the first tick in each span of it): the row is then at most `every_s` and a tick behind the last report,
+    which the admin API shows and a scheduler that takes over reads to decide whether the feed is still
+    followed."""
     for wiki, state in feeds.items():
         old = before.get(wiki)
         if old is not None and _persisted(old) == _persisted(state) \
@@ -43,13 +44,14 @@ def save(session: Session, feeds: Mapping[str, WikiFeedState], before: Mapping[s
             row = WikiFeed(wiki=wiki)
             session.add(row)
         row.position, row.watermark, row.reader = state.acked, state.watermark, state.reader
-        row.reported_at = state.reported_at
+        row.reported_at, row.requests = state.reported_at, state.requests
         row.error = None if state.error is None else state.error[:MAX_ERROR]
         row.changes, row.gaps, row.last_gap = state.changes, state.gaps, state.last_gap
 
 
 def _persisted(state: WikiFeedState) -> tuple:
-    """What the row holds besides `reported_at`: any change is written at once."""
+    """What the row holds besides the reader's progress (`reported_at`, `requests`): any change is written at
+    once."""
     return state.acked, state.watermark, state.reader, state.error, state.changes, state.gaps, state.last_gap
 
 
@@ -72,13 +74,14 @@ class FeedView:
     gaps: int
     last_gap: str | None
     subscriptions: int
+    requests: int = 0           # spent by the reader since it took the feed, as of reported_at
 
 
 def list_feeds(session: Session) -> list[FeedView]:
     counts = dict(session.execute(sa.select(Subscription.wiki, sa.func.count())
                                   .where(Subscription.enabled.is_(True)).group_by(Subscription.wiki)).all())
     return [FeedView(r.wiki, r.position, _aware(r.watermark), r.reader, _aware(r.reported_at), r.error, r.changes,
-                     r.gaps, r.last_gap, int(counts.get(r.wiki, 0)))
+                     r.gaps, r.last_gap, int(counts.get(r.wiki, 0)), r.requests)
             for r in session.scalars(sa.select(WikiFeed).order_by(WikiFeed.wiki))]
 
 

@@ -38,6 +38,7 @@ class Demand:
     backfill: Mapping[str, int] = field(default_factory=dict)
     released_gen: int | None = None    # the node gave back its holds written up to this gen
     served: Mapping[str, float] = field(default_factory=dict)   # backfill requests per tenant over the cycle
+    following: bool = False            # a feed reader of the identity runs there: it reads every few seconds
 
     @property
     def sources(self) -> int:
@@ -146,6 +147,19 @@ def _next_hold(slot: int, node: str, last: Hold | None, earliest: float, p: Para
     return Hold(slot, node, start, start + p.window_s, rate)
 
 
+def _reader_hold(slot: int, last: Hold | None, holds: Sequence[Hold], demand: Mapping[str, Demand],
+                 earliest: float, p: Params, rate: float) -> Hold | None:
+    """A slot nobody waits for goes to a node that reads the identity's feed and holds no other slot (its
+    current holder first): its next read then starts at once, not after a round trip through the hub. It
+    is asked for the slot back as soon as another node wants it (give_back_asks)."""
+    readers = [n for n, d in sorted(demand.items()) if d.following and not d.sources and
+               not any(h.node == n and h.end > earliest and h.slot != slot for h in holds)]
+    if not readers:
+        return None
+    node = last.node if last is not None and last.node in readers else readers[0]
+    return _next_hold(slot, node, last, earliest, p, rate)
+
+
 def _held_until(last: Hold | None, node: str) -> float:
     """Where new slot-time of `node` on a slot begins to count: the end of its own hold there."""
     return last.end if last is not None and last.node == node else -math.inf
@@ -188,6 +202,13 @@ def allocate(state: IdentityState, demand: Mapping[str, Demand], weights: Mappin
             if busy < demand[node].sources:
                 options[node] = option
         if not options:
+            resume = -math.inf if pause is None else pause + p.pause_jitter_s
+            reader = _reader_hold(slot, last, holds, demand, max(now, barrier, resume), p, per_slot)
+            if reader is not None:
+                if last is not None and reader.start == last.start:
+                    holds.remove(last)
+                holds.append(reader)
+                writes[(slot, reader.start)] = reader
             continue
         deficit = _deficits(options, targets, received, split, tenant_received, tenant_targets)
         waiting = [n for n in options if demand[n].has_fresh and not any(h.node == n and h.end > now for h in holds)]
@@ -215,18 +236,25 @@ def allocate(state: IdentityState, demand: Mapping[str, Demand], weights: Mappin
 
 
 def give_back_asks(holds: Sequence[Hold], demand: Mapping[str, Demand], now: float) -> frozenset[str]:
-    """The holders asked to give their slots back now: one for each node with freshness demand that holds
-    nothing, chosen among holders without freshness demand of their own, whose holds run longest. A holder
-    gives back once nothing of its is in flight, the next tick cuts its holds, and the fresh node gets the
-    slot one handover gap later instead of at the end of a backfill's hold."""
-    hungry = [n for n, d in demand.items() if d.has_fresh and not any(h.node == n and h.end > now for h in holds)]
-    if not hungry:
-        return frozenset()
+    """The holders asked to give their slots back now. Every holder that only reads a feed, as soon as a
+    node with demand holds nothing. And one for each node with freshness demand that holds nothing: a
+    holder without freshness demand of its own first, whose holds run longest, else a holder with
+    freshness demand, which first serves the freshness requests already waiting (spawn budget_rules.drains).
+    A holder gives back once that is done and nothing of its is in flight, the next tick cuts its holds,
+    and the waiting node gets the slot one handover gap later instead of at the end of the hold."""
+    def holds_nothing(node: str) -> bool:
+        return not any(h.node == node and h.end > now for h in holds)
+    hungry = [n for n, d in demand.items() if d.has_fresh and holds_nothing(n)]
+    wanting = any(d.sources and holds_nothing(n) for n, d in demand.items())
     until: dict[str, float] = {}
     for h in holds:
-        if h.end > now and not (h.node in demand and demand[h.node].has_fresh):
+        if h.end > now:
             until[h.node] = max(until.get(h.node, h.end), h.end)
-    return frozenset(sorted(until, key=lambda n: (-until[n], n))[:len(hungry)])
+    idle = {n for n in until if n not in demand or not demand[n].sources}
+    if not wanting:
+        return frozenset()
+    rank = sorted(until.keys() - idle, key=lambda n: (demand[n].has_fresh, -until[n], n))
+    return frozenset(idle | set(rank[:len(hungry)]))
 
 
 def released(holds: Sequence[Hold], demand: Mapping[str, Demand], now: float

@@ -35,7 +35,8 @@ def demand_of(uses: Mapping[str, Mapping[str, IdentityUse]], live_nodes: Iterabl
     for node in live_nodes:
         for identity_id, use in uses.get(node, {}).items():
             out.setdefault(identity_id, {})[node] = Demand(fresh=dict(use.fresh), backfill=dict(use.backfill),
-                                                           released_gen=use.released_gen, served=dict(use.served))
+                                                           released_gen=use.released_gen, served=dict(use.served),
+                                                           following=use.following)
     return out
 
 

@@ -1,4 +1,6 @@
 """blackwidow.upstream.allocate: one identity's slots handed out to nodes as windows, rule by rule."""
+from dataclasses import replace
+
 import pytest
 
 from blackwidow.upstream.allocate import (Demand, IdentityState, Params, allocate, give_back_asks, pause_jitter,
@@ -127,9 +129,19 @@ FRESH = Demand(fresh={"t3": 1})
     # the fresh node holds a slot already, or nobody is fresh: nobody is asked
     ([Hold(0, "a", NOW - 5, NOW + 10, R), Hold(1, "f", NOW - 5, NOW + 2, R)], {"a": BACKFILL, "f": FRESH}, set()),
     ([Hold(0, "a", NOW - 5, NOW + 10, R)], {"a": BACKFILL, "b": BACKFILL}, set()),
-    # a holder with freshness demand of its own keeps its slot; an ended hold holds nothing
-    ([Hold(0, "a", NOW - 5, NOW + 10, R)], {"a": Demand(fresh={"t1": 1}), "f": FRESH}, set()),
+    # a holder with freshness demand of its own is asked too (it serves what waits first), after the
+    # backfill holders; an ended hold holds nothing
+    ([Hold(0, "a", NOW - 5, NOW + 10, R)], {"a": Demand(fresh={"t1": 1}), "f": FRESH}, {"a"}),
+    ([Hold(0, "a", NOW - 5, NOW + 30, R), Hold(1, "b", NOW - 5, NOW + 10, R)],
+     {"a": Demand(fresh={"t1": 1}), "b": BACKFILL, "f": FRESH}, {"b"}),
     ([Hold(0, "a", NOW - 15, NOW, R)], {"a": BACKFILL, "f": FRESH}, set()),
+    # a holder that only reads a feed is asked as soon as any node with demand holds nothing
+    ([Hold(0, "r", NOW - 5, NOW + 10, R)], {"r": Demand(following=True), "b": BACKFILL}, {"r"}),
+    ([Hold(0, "r", NOW - 5, NOW + 10, R)], {"r": Demand(following=True), "f": FRESH}, {"r"}),
+    ([Hold(0, "r", NOW - 5, NOW + 10, R)], {"r": Demand(following=True), "b": Demand()}, set()),
+    # reading a feed with demand of its own: a holder like any other
+    ([Hold(0, "r", NOW - 5, NOW + 10, R)], {"r": Demand(backfill={"t1": 1}, following=True), "b": BACKFILL},
+     set()),
 ])
 def test_a_holder_is_asked_to_give_its_slot_back_for_each_fresh_node_that_holds_none(holds, demand, asked):
     assert give_back_asks(holds, demand, NOW) == asked
@@ -145,6 +157,41 @@ def test_the_ask_rides_on_the_holders_budget_and_the_fresh_node_follows_the_give
     assert plan.cuts == (Hold(0, "a", NOW - 5, later, R, 9),)
     assert [(h.node, h.start) for h in plan.writes] == [("f", later + P.handover_s)]
     assert not plan.budgets["a"].give_back        # the fresh node holds the slot now
+
+
+def test_fresh_holders_take_turns_one_handover_gap_apart():
+    # a holds the slot for its freshness work while f waits with its own: a is asked, serves what waited,
+    # gives back, and f gets the slot; a, fresh again, waits for f in turn
+    held = Hold(0, "a", NOW - 5, NOW + 10, R, 7)
+    fresh_a = Demand(fresh={"t1": 1})
+    plan = allocate(state([held]), {"a": fresh_a, "f": FRESH}, {}, NOW, P)
+    assert plan.budgets["a"].give_back and plan.writes == ()
+    later = NOW + 1
+    plan = allocate(state([held], gen=8), {"a": Demand(fresh={"t1": 1}, released_gen=8), "f": FRESH}, {}, later, P)
+    assert [(h.node, h.start) for h in plan.writes] == [("f", later + P.handover_s)]
+    # a waits with freshness work again: f is asked with the same Budget, and serves what waits there first
+    assert plan.budgets["f"].windows and plan.budgets["f"].give_back and not plan.budgets["a"].give_back
+    # once nobody else waits, the holder is asked for nothing
+    holds = [replace(held, end=later), *plan.writes]
+    plan = allocate(state(holds, gen=9), {"a": Demand(), "f": FRESH}, {}, later + 1, P)
+    assert not plan.budgets["f"].give_back
+
+
+def test_a_slot_nobody_wants_stays_with_the_feed_reader_until_somebody_does():
+    reader = Demand(following=True)
+    plan = allocate(state(), {"r": reader, "b": Demand()}, {}, NOW, P)
+    assert [(h.node, h.start) for h in plan.writes] == [("r", NOW)]
+    held = replace(plan.writes[0], gen=7)
+    plan = allocate(state([held]), {"r": reader}, {}, NOW + P.window_s - 1, P)
+    assert plan.writes == (replace(held, end=held.end + P.window_s, gen=8),)        # extended, no gap
+    # somebody wants it: the reader is asked for it back, and the slot's next hold is not the reader's
+    plan = allocate(state([held]), {"r": reader, "b": BACKFILL}, {}, NOW + 1, P)
+    assert plan.budgets["r"].give_back and plan.writes == ()
+    plan = allocate(state([held]), {"r": reader, "b": BACKFILL}, {}, NOW + P.window_s - 1, P)
+    assert [(h.node, h.start) for h in plan.writes] == [("b", held.end + P.handover_s)]
+    # a reader holds one slot at most
+    plan = allocate(state(limits=AUTH), {"r": reader}, {}, NOW, P)
+    assert len(plan.writes) == 1
 
 
 def test_freshness_demand_goes_first_however_large_the_backfill():

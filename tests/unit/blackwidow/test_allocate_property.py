@@ -119,9 +119,12 @@ def _random_demand(rng: random.Random, nodes: list[str], sim: Sim) -> dict[str, 
             continue                                  # did not answer: its demand is not known this tick
         if rng.random() < 0.1 or node in sim.asked and rng.random() < 0.7:
             sim.give_back(node)                       # idle for a moment, or asked and nothing in flight
+        if rng.random() < 0.1:                        # reads a feed between reads, nothing else
+            out[node] = Demand(released_gen=sim.released.get(node), following=True)
+            continue
         out[node] = Demand(fresh={t: rng.choice([0, 0, 0, 1]) for t in ("t1", "t2")},
                            backfill={t: rng.choice([0, 1, 3, 50]) for t in ("t1", "t2", "t3")},
-                           released_gen=sim.released.get(node))
+                           released_gen=sim.released.get(node), following=rng.random() < 0.3)
     return out
 
 

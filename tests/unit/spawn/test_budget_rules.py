@@ -3,8 +3,8 @@ import math
 import pytest
 
 from shared.wire import Budget, Window
-from spawn.budget_rules import (BACKFILL, FRESH, Local, Ticket, charge, cluster_served, demand, extended, gate,
-                                held_until, may_release, pick)
+from spawn.budget_rules import (BACKFILL, FEED, FRESH, Local, Ticket, charge, cluster_served, demand, drains,
+                                extended, gate, held_until, may_release, pick)
 
 SKEW = 0.5
 W1 = Window(100.0, 160.0, 1, 2.0)
@@ -88,6 +88,8 @@ PICKS = [
     ([t(1, BACKFILL, "a"), t(2, BACKFILL, "b", "c")],  {"a": 1.0, "b": 5.0}, {},                 2),
     ([t(1, BACKFILL, "a"), t(2, BACKFILL, "b")],       {},                   {},                 1),
     ([],                                               {},                   {},                 None),
+    ([t(1, FRESH, "a"), t(2, FEED, "b")],              {},                   {},                 2),
+    ([t(1, BACKFILL, "a"), t(3, FEED, "a"), t(2, FEED, "a")], {"a": 9.0},    {},                 2),
 ]
 
 
@@ -126,8 +128,20 @@ def test_the_queue_counts_the_other_nodes_requests_so_a_tenant_served_elsewhere_
 
 
 def test_demand_counts_sources_per_tenant_and_lane():
-    fresh, backfill = demand([t(1, FRESH, "a"), t(2, BACKFILL, "a", "b"), t(3, BACKFILL, "b")])
-    assert fresh == {"a": 1} and backfill == {"a": 1, "b": 2}
+    fresh, backfill = demand([t(1, FRESH, "a"), t(2, BACKFILL, "a", "b"), t(3, BACKFILL, "b"), t(4, FEED, "a")])
+    assert fresh == {"a": 1} and backfill == {"a": 2, "b": 2}
+
+
+@pytest.mark.parametrize("ticket, asked_seq, may_start", [
+    (t(5, BACKFILL, "a"), None, True),        # not asked: anything
+    (t(5, FEED, "a"), None, True),
+    (t(5, FRESH, "a"), 6, True),              # asked: the freshness work that waited before the ask
+    (t(6, FRESH, "a"), 6, False),             # ... not what came after it
+    (t(5, BACKFILL, "a"), 6, False),          # ... and no backfill or feed read
+    (t(5, FEED, "a"), 6, False),
+])
+def test_asked_for_its_slots_a_node_drains_only_the_freshness_work_already_waiting(ticket, asked_seq, may_start):
+    assert drains(ticket, asked_seq) is may_start
 
 
 HELD = Budget(gen=3, wiki_host="h", windows=(Window(100.0, 115.0, 1, 3.0), Window(115.0, 130.0, 1, 3.0)))

@@ -12,7 +12,7 @@ import requests
 from shared.wire import Budget, Window
 from spawn.host_limiter import Cancelled, HostLimiter
 from spawn.mediawiki import MediaWikiClient
-from spawn.upstream_budget import BACKFILL, FRESH, RELEASE_IDLE_S, Demand, IdentityBudget
+from spawn.upstream_budget import BACKFILL, FEED, FRESH, RELEASE_IDLE_S, Demand, IdentityBudget
 from spawn.wiki_session import wiki_session
 
 SKEW = 0.0
@@ -316,11 +316,17 @@ def _try_slot(ib: IdentityBudget, cancel: threading.Event, told: list) -> None:
         pass
 
 
-def test_asked_to_give_back_it_starts_nothing_more_and_gives_back_once_its_request_has_ended():
+def holding() -> tuple[list[float], IdentityBudget, tuple[Window, ...]]:
+    """(the clock, as a list to move it; an IdentityBudget on it holding one open window of gen 4; the window)."""
     now = [1_000.0]
     ib = IdentityBudget("h", skew_s=SKEW, clock=lambda: now[0])
     window = (Window(990.0, 1_030.0, 1, 1000.0),)
     ib.apply(Budget(gen=4, wiki_host="h", windows=window))
+    return now, ib, window
+
+
+def test_asked_to_give_back_it_starts_nothing_more_and_gives_back_once_its_request_has_ended():
+    now, ib, window = holding()
     with ib.slot():
         ib.apply(Budget(gen=5, wiki_host="h", windows=window, give_back=True))
         assert ib.use().released_gen is None        # its request is still in flight
@@ -335,3 +341,68 @@ def test_asked_to_give_back_it_starts_nothing_more_and_gives_back_once_its_reque
     ib.apply(Budget(gen=6, wiki_host="h", windows=window))
     waiter.join(2)
     assert not waiter.is_alive() and ib.use().released_gen is None
+
+
+def test_a_feed_read_goes_before_the_freshness_lane_and_counts_as_backfill_demand():
+    ib = IdentityBudget("h", skew_s=SKEW)
+    order = queue_order(ib, {"fresh": Demand(FRESH, ("t",)), "backfill": Demand(BACKFILL, ("t",)),
+                             "feed": Demand(FEED, ("t",))}, budget())
+    assert order == ["feed", "fresh", "backfill"]
+    ib = IdentityBudget("h", skew_s=SKEW)
+    ib.apply(budget())
+    with ib.slot(Demand(FEED, ("t",))):
+        use = ib.use()
+    assert use.backfill == {"t": 1} and use.fresh == {} and use.served == {}     # no tenant pays for the feed
+
+
+def _waiter(ib: IdentityBudget, demand: Demand, started: list, name: str) -> threading.Thread:
+    def run():
+        with ib.slot(demand):
+            started.append(name)
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread
+
+
+def test_asked_with_freshness_work_it_serves_what_waited_then_gives_back():
+    now = [1_000.0]
+    ib = IdentityBudget("h", skew_s=SKEW, clock=lambda: now[0])
+    window = (Window(990.0, 1_030.0, 1, 1000.0),)
+    started: list = []
+    ib.apply(Budget(gen=4, wiki_host="h", windows=window))
+    with ib.slot(Demand(FRESH, ("t",))):             # the slot is busy while three sources queue
+        early = [_waiter(ib, Demand(FRESH, ("t",)), started, "fresh-1"),
+                 _waiter(ib, Demand(BACKFILL, ("t",)), started, "backfill")]
+        time.sleep(0.2)
+        ib.apply(Budget(gen=5, wiki_host="h", windows=window, give_back=True))
+        late = _waiter(ib, Demand(FRESH, ("t",)), started, "fresh-2")
+        time.sleep(0.2)
+        now[0] += 0.01
+    early[0].join(2)
+    time.sleep(0.3)
+    # the freshness source that waited before the ask is served; the backfill and the later one are not
+    assert started == ["fresh-1"] and early[1].is_alive() and late.is_alive()
+    assert ib.use().released_gen == 5
+    now[0] += 0.01
+    ib.apply(Budget(gen=6, wiki_host="h", windows=window))
+    late.join(2)
+    now[0] += 0.01
+    early[1].join(2)
+    assert started[1:] == ["fresh-2", "backfill"]
+
+
+def test_a_feed_reader_keeps_its_windows_between_reads_until_asked():
+    now, ib, window = holding()
+    with ib.following():
+        with ib.slot(Demand(FEED, ("t",))):
+            pass
+        now[0] += 5 * RELEASE_IDLE_S
+        use = ib.use()
+        assert use.following and use.released_gen is None and use.backfill == {}
+        ib.apply(Budget(gen=5, wiki_host="h", windows=window, give_back=True))
+        assert ib.use().released_gen == 5
+    now[0] += 0.01
+    ib.apply(Budget(gen=6, wiki_host="h", windows=window))
+    assert not ib.use().following
+    now[0] += RELEASE_IDLE_S
+    assert ib.use().released_gen == 6                  # no reader: idle windows go back as before
