@@ -175,8 +175,8 @@ def demand(tickets: Iterable[Ticket]) -> tuple[dict[str, int], dict[str, int]]:
 
 def drains(ticket: Ticket, asked_seq: int | None) -> bool:
     """Whether `ticket` may still start while the hub asks for this node's slots back (`asked_seq`: the
-    first ticket number after the ask arrived; None: not asked). A holder with freshness work serves
-    the freshness-lane requests that waited before the ask, and nothing else: so a freshness holder
-    hands the slot on within one round of its queue, and one that keeps getting new pages cannot keep
-    it."""
-    return asked_seq is None or (ticket.lane == FRESH and ticket.seq < asked_seq)
+    first ticket number after the ask arrived; None: not asked). A holder serves the feed reads and the
+    freshness-lane requests that waited before the ask, and no backfill: so a freshness holder hands the
+    slot on within one round of its queue, one that keeps getting new pages cannot keep it, and a feed
+    reader whose node is asked at every turn still reads at every turn."""
+    return asked_seq is None or (ticket.lane in (FEED, FRESH) and ticket.seq < asked_seq)

@@ -48,6 +48,12 @@ class Demand:
     def has_fresh(self) -> bool:
         return any(n > 0 for n in self.fresh.values())
 
+    def fresh_turn(self, fresh_anywhere: bool) -> bool:
+        """Whether the node takes turns with the nodes that have freshness work: its own, or, while any node
+        has some, a feed read waiting (a reader's turn serves its read first; without freshness work
+        anywhere, its reads wait like backfill and never take the slot from one)."""
+        return self.has_fresh or (self.following and self.sources > 0 and fresh_anywhere)
+
     def of(self, tenant: str) -> int:
         return self.fresh.get(tenant, 0) + self.backfill.get(tenant, 0)
 
@@ -185,6 +191,7 @@ def allocate(state: IdentityState, demand: Mapping[str, Demand], weights: Mappin
     tenant_targets = _tenant_targets(shares)
     tenant_received = tenant_slot_time(demand, holds, split, tenant_targets, per_slot, now)
     writes: dict[tuple[int, float], Hold] = {}
+    fresh_anywhere = any(d.has_fresh for d in demand.values())
 
     def last_of(slot: int) -> Hold | None:
         return max((h for h in holds if h.slot == slot), key=lambda h: h.end, default=None)
@@ -211,7 +218,8 @@ def allocate(state: IdentityState, demand: Mapping[str, Demand], weights: Mappin
                 writes[(slot, reader.start)] = reader
             continue
         deficit = _deficits(options, targets, received, split, tenant_received, tenant_targets)
-        waiting = [n for n in options if demand[n].has_fresh and not any(h.node == n and h.end > now for h in holds)]
+        waiting = [n for n in options if demand[n].fresh_turn(fresh_anywhere)
+                   and not any(h.node == n and h.end > now for h in holds)]
         best = max(waiting or options, key=lambda n: (deficit[n], -stable_hash(n)))
         if not waiting and last is not None and last.node in options and \
                 deficit[last.node] >= deficit[best] - p.keep_s:
@@ -244,7 +252,8 @@ def give_back_asks(holds: Sequence[Hold], demand: Mapping[str, Demand], now: flo
     and the waiting node gets the slot one handover gap later instead of at the end of the hold."""
     def holds_nothing(node: str) -> bool:
         return not any(h.node == node and h.end > now for h in holds)
-    hungry = [n for n, d in demand.items() if d.has_fresh and holds_nothing(n)]
+    fresh_anywhere = any(d.has_fresh for d in demand.values())
+    hungry = [n for n, d in demand.items() if d.fresh_turn(fresh_anywhere) and holds_nothing(n)]
     wanting = any(d.sources and holds_nothing(n) for n, d in demand.items())
     until: dict[str, float] = {}
     for h in holds:
@@ -253,7 +262,7 @@ def give_back_asks(holds: Sequence[Hold], demand: Mapping[str, Demand], now: flo
     idle = {n for n in until if n not in demand or not demand[n].sources}
     if not wanting:
         return frozenset()
-    rank = sorted(until.keys() - idle, key=lambda n: (demand[n].has_fresh, -until[n], n))
+    rank = sorted(until.keys() - idle, key=lambda n: (demand[n].fresh_turn(fresh_anywhere), -until[n], n))
     return frozenset(idle | set(rank[:len(hungry)]))
 
 

@@ -139,6 +139,10 @@ FRESH = Demand(fresh={"t3": 1})
     ([Hold(0, "r", NOW - 5, NOW + 10, R)], {"r": Demand(following=True), "b": BACKFILL}, {"r"}),
     ([Hold(0, "r", NOW - 5, NOW + 10, R)], {"r": Demand(following=True), "f": FRESH}, {"r"}),
     ([Hold(0, "r", NOW - 5, NOW + 10, R)], {"r": Demand(following=True), "b": Demand()}, set()),
+    # a reader whose read waits takes its turn with the fresh nodes, while one has freshness work
+    ([Hold(0, "a", NOW - 5, NOW + 10, R)], {"a": FRESH, "r": Demand(backfill={"t1": 1}, following=True)}, {"a"}),
+    ([Hold(0, "a", NOW - 5, NOW + 10, R)], {"a": BACKFILL, "r": Demand(backfill={"t1": 1}, following=True)},
+     set()),
     # reading a feed with demand of its own: a holder like any other
     ([Hold(0, "r", NOW - 5, NOW + 10, R)], {"r": Demand(backfill={"t1": 1}, following=True), "b": BACKFILL},
      set()),

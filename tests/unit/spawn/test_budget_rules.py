@@ -137,8 +137,9 @@ def test_demand_counts_sources_per_tenant_and_lane():
     (t(5, FEED, "a"), None, True),
     (t(5, FRESH, "a"), 6, True),              # asked: the freshness work that waited before the ask
     (t(6, FRESH, "a"), 6, False),             # ... not what came after it
-    (t(5, BACKFILL, "a"), 6, False),          # ... and no backfill or feed read
-    (t(5, FEED, "a"), 6, False),
+    (t(5, FEED, "a"), 6, True),               # ... and the feed read that waited
+    (t(6, FEED, "a"), 6, False),
+    (t(5, BACKFILL, "a"), 6, False),          # ... and no backfill
 ])
 def test_asked_for_its_slots_a_node_drains_only_the_freshness_work_already_waiting(ticket, asked_seq, may_start):
     assert drains(ticket, asked_seq) is may_start
