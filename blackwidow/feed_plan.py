@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Iterable, Mapping
 
-from shared.feed_wire import CHECK, VISIBILITY, FeedDuty, FeedReport, Nudge, stronger
+from shared.feed_wire import CHECK, REVISIONS, VISIBILITY, FeedDuty, FeedReport, Nudge, stronger
 from shared.hashing import source_uuid, stable_hash
 
 # Nudges one poll carries to one node (about 100 bytes each); the rest wait for the next poll
@@ -38,7 +38,8 @@ class WikiFeedState:
     read_to: str | None = None
     covered_to: datetime | None = None
     pending: Mapping[str, Mapping[str | None, str]] = field(default_factory=dict)
-    revs: Mapping[str, frozenset[int]] = field(default_factory=dict)    # {page key: revisions to read again}
+    revs: Mapping[str, frozenset[int]] = field(default_factory=dict)    # {page key: revisions the changes named}
+    blind: frozenset[str] = frozenset()     # page keys with a REVISIONS change that named none: read on
     reader: str | None = None
     reported_at: datetime | None = None
     error: str | None = None
@@ -119,11 +120,19 @@ def outgoing(feeds: Mapping[str, WikiFeedState]) -> dict[str, tuple[Nudge, ...]]
     out: dict[str, list[Nudge]] = {}
     for wiki, state in sorted(feeds.items()):
         for node, keys in state.pending.items():
-            out.setdefault(node, []).extend(
-                Nudge(wiki, kind, key, tuple(sorted(state.revs.get(key, ()))) if kind == VISIBILITY and key else ())
-                for key, kind in keys.items())
+            out.setdefault(node, []).extend(Nudge(wiki, kind, key, _named(state, key, kind))
+                                            for key, kind in keys.items())
     return {node: tuple(sorted(nudges, key=lambda n: n.key is not None)[:MAX_NUDGES_PER_POLL])
             for node, nudges in out.items()}
+
+
+def _named(state: WikiFeedState, key: str | None, kind: str) -> tuple[int, ...]:
+    """The revision ids a nudge carries: those to read again (VISIBILITY), or every revision the page's edits
+    made (REVISIONS), which its node then fetches with other pages' in one request; none when a change of the
+    page named none (a move, a deletion: the source reads on from its resume point)."""
+    if key is None or kind not in (VISIBILITY, REVISIONS) or (kind == REVISIONS and key in state.blind):
+        return ()
+    return tuple(sorted(state.revs.get(key, ())))
 
 
 def delivered(state: WikiFeedState, sent: Mapping[str, Iterable[Nudge]], answered: Iterable[str],
@@ -139,8 +148,9 @@ def delivered(state: WikiFeedState, sent: Mapping[str, Iterable[Nudge]], answere
         left = {key: kind for key, kind in keys.items() if (key, kind) not in done}
         if left:
             pending[node] = left
-    wanted = {key for keys in pending.values() for key, kind in keys.items() if kind == VISIBILITY}
-    return replace(state, pending=pending, revs={k: v for k, v in state.revs.items() if k in wanted})
+    wanted = {key for keys in pending.values() for key in keys}
+    return replace(state, pending=pending, revs={k: v for k, v in state.revs.items() if k in wanted},
+                   blind=state.blind & wanted)
 
 
 def keys_of(report: FeedReport, wiki: str) -> set[str]:
@@ -156,6 +166,7 @@ def absorb(state: WikiFeedState, reader: str, report: FeedReport, holders: Mappi
     holding a subscription routed by it}, for the keys_of(report)."""
     pending = {node: dict(keys) for node, keys in state.pending.items()}
     revs = dict(state.revs)
+    blind = set(state.blind)
     routed = state.read_to
     fresh = [c for c in report.changes if routed is None or _after(c.at, routed)]
     for change in fresh:
@@ -163,8 +174,11 @@ def absorb(state: WikiFeedState, reader: str, report: FeedReport, holders: Mappi
         for node in holders.get(key, ()):
             keys = pending.setdefault(node, {})
             keys[key] = stronger(change.kind, keys.get(key))
-        if change.rev_ids and holders.get(key):
-            revs[key] = revs.get(key, frozenset()) | frozenset(change.rev_ids)
+        if holders.get(key):
+            if change.rev_ids:
+                revs[key] = revs.get(key, frozenset()) | frozenset(change.rev_ids)
+            elif change.kind == REVISIONS:
+                blind.add(key)
     new_gaps = [g for g in report.gaps if (g.start, g.end) not in state.gaps_seen]
     if new_gaps:
         for node in nodes_of_wiki:
@@ -175,8 +189,9 @@ def absorb(state: WikiFeedState, reader: str, report: FeedReport, holders: Mappi
     covered = _parse_time(report.covered_to)
     if covered is not None and state.covered_to is not None and covered < state.covered_to:
         covered = state.covered_to
-    return replace(state, pending=pending, revs=revs, read_to=read_to, covered_to=covered or state.covered_to,
-                   reader=reader, reported_at=now, error=report.error, requests=report.requests,
+    return replace(state, pending=pending, revs=revs, blind=frozenset(blind), read_to=read_to,
+                   covered_to=covered or state.covered_to, reader=reader, reported_at=now, error=report.error,
+                   requests=report.requests,
                    changes=state.changes + len(fresh),
                    gaps_seen=state.gaps_seen | {(g.start, g.end) for g in new_gaps},
                    gaps=state.gaps + len(new_gaps),

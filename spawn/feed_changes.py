@@ -21,7 +21,10 @@ def changes_of(event: Event) -> list[FeedChange]:
     titles: list[tuple[str, str]]
     if isinstance(event, PageMoved):
         titles = [(event.title, REVISIONS), (event.new_title, REVISIONS)]
-    elif isinstance(event, (NewRevision, PageDeleted)):
+    elif isinstance(event, NewRevision):
+        # the revision's id: its page's node fetches it with other pages' (spawn.nudge_fetch)
+        return [FeedChange(event.title, REVISIONS, at, event.page_id, (event.rev_id,) if event.rev_id > 0 else ())]
+    elif isinstance(event, PageDeleted):
         titles = [(event.title, REVISIONS)]
     elif isinstance(event, HistoryMerged):
         titles = [(event.title, HISTORY), (event.dest_title, HISTORY)]
@@ -37,12 +40,15 @@ def changes_of(event: Event) -> list[FeedChange]:
 def merged(changes: list[FeedChange]) -> list[FeedChange]:
     """One change per title, at its newest entry, of the kind that does what all of them ask (HISTORY over
     VISIBILITY over REVISIONS: each also reads on from the resume point), with the revision ids of every
-    VISIBILITY among them: a busy page edited fifty times between two reads costs its source one pass.
-    Ordered by that newest entry."""
+    VISIBILITY among them, or of REVISIONS when each named its revision (one without, a move or a deletion,
+    makes the source read on from its resume point instead): a busy page edited fifty times between two reads
+    costs its source one pass. Ordered by that newest entry."""
     by_title: dict[str, FeedChange] = {}
     for change in changes:
         seen = by_title.get(change.title)
         kind = stronger(change.kind, seen.kind if seen else None)
-        revs = tuple(sorted({*change.rev_ids, *(seen.rev_ids if seen else ())})) if kind == VISIBILITY else ()
+        union = tuple(sorted({*change.rev_ids, *(seen.rev_ids if seen else ())}))
+        named = bool(change.rev_ids) and (seen is None or bool(seen.rev_ids))
+        revs = union if kind == VISIBILITY or (kind == REVISIONS and named) else ()
         by_title[change.title] = FeedChange(change.title, kind, change.at, change.page_id, revs)
     return sorted(by_title.values(), key=lambda c: FeedPosition.parse(c.at))

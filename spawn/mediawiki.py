@@ -442,29 +442,38 @@ class MediaWikiClient:
         """These revisions of `page`, oldest first, MAX_TITLES ids a request (with their texts when `content`;
         an answer cut short by the wiki's result size limit is continued). An id the wiki does not know, or of
         another page, is left out: a repair reads only the revisions it writes, never the whole history."""
+        return self.revisions_of_pages([page.page_id], rev_ids, content=content, **kw).get(page.page_id, [])
+
+    def revisions_of_pages(self, page_ids: Iterable[int], rev_ids: Iterable[int], *, content: bool = False,
+                           **kw) -> dict[int, list[Revision]]:
+        """{page id: its revisions among `rev_ids`, oldest first}, for any number of pages, MAX_TITLES ids a
+        request (texts when `content`; continued when the wiki's result size limit cuts an answer short). An
+        id the wiki does not know, or of a page not in `page_ids`, is left out."""
         ids = sorted(set(rev_ids))
-        found: list[Revision] = []
+        wanted = frozenset(page_ids)
+        found: dict[int, dict[int, Revision]] = {}
         for i in range(0, len(ids), MAX_TITLES):
             params = {"prop": "revisions", "revids": "|".join(str(r) for r in ids[i:i + MAX_TITLES]),
                       "rvprop": RVPROP + ("|content" if content else ""), "rvslots": "main"}
             cont: dict = {}
             while True:
-                batch, more = self.query({**params, **cont}, parse=lambda b: self._parse_by_id(b, page, content),
+                batch, more = self.query({**params, **cont}, parse=lambda b: self._parse_by_id(b, wanted, content),
                                          **kw)
-                found.extend(batch)
+                for r in batch:
+                    found.setdefault(r.page_id, {})[r.rev_id] = r
                 if more is None:
                     break
                 cont = more
-        return sorted({r.rev_id: r for r in found}.values(), key=lambda r: (r.timestamp, r.rev_id))
+        return {pid: sorted(revs.values(), key=lambda r: (r.timestamp, r.rev_id)) for pid, revs in found.items()}
 
-    def _parse_by_id(self, body: dict, page: PageInfo, content: bool) -> tuple[list[Revision], dict | None]:
+    def _parse_by_id(self, body: dict, page_ids: frozenset[int], content: bool) -> tuple[list[Revision], dict | None]:
         more = body.get("continue")
         if more is not None and not isinstance(more, dict):
             raise BadResponse("'continue' is not an object")
         wiki = wiki_key(self.api_url)
         revisions: list[Revision] = []
         for p in _pages(body):
-            if p.get("pageid") != page.page_id:
+            if p.get("pageid") not in page_ids:
                 continue
             listed = p.get("revisions", [])
             if not isinstance(listed, list):

@@ -20,11 +20,12 @@ import logging
 import queue
 import threading
 import time
+from dataclasses import replace
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from typing import Callable, Iterable, Iterator
 
-from shared.feed_wire import CHECK, HISTORY, VISIBILITY
+from shared.feed_wire import CHECK, HISTORY, REVISIONS, VISIBILITY
 from shared.revisions.model import PageState, ResumePoint, Revision
 from shared.revisions.store import RevisionStore, StoreError
 from spawn import completeness, page_fate, revisit
@@ -33,6 +34,7 @@ from spawn.mediawiki import (AddressRefused, Cancelled, MediaWikiClient, MediaWi
                              PageInfo, PageUnavailable, TitleMissing)
 from spawn.metrics import SpawnMetrics
 from spawn.page_fate import Fate
+from spawn.nudge_fetch import RevisionFetcher, chain
 from spawn.revisit import RevisitBatcher
 from spawn.stored_log import RECENT_MAX, StoredLog
 from spawn.subscriber import Subscriber
@@ -51,12 +53,14 @@ class DataSource:
     def __init__(self, key: str, title: str, *, client: MediaWikiClient, store: RevisionStore,
                  batcher: RevisitBatcher, revisit_min_s: float, revisit_max_s: float,
                  on_limit: Callable[[Subscriber], None], metrics: SpawnMetrics | None = None,
-                 backoff: Backoff | None = None, now=time.time, followed: Callable[[], bool] = lambda: False):
+                 backoff: Backoff | None = None, now=time.time, followed: Callable[[], bool] = lambda: False,
+                 fetcher: RevisionFetcher | None = None):
         self.key = key
         self.title = title
         self.client = client
         self.store = store
         self.batcher = batcher
+        self.fetcher = fetcher              # revisions the feed announced, fetched with other pages'
         self.revisit_min_s = revisit_min_s
         self.revisit_max_s = revisit_max_s
         self._on_limit = on_limit           # called (without locks held) for a subscriber that hit its quota
@@ -96,6 +100,7 @@ class DataSource:
         self._revisit_soon = False      # the feed cannot vouch for a span: ask the revisit batcher soon
         self._pass_wanted = False       # a nudge that needs a pass of its own
         self._recheck_revs: set[int] = set()    # revisions whose visibility changed on the wiki: read them again
+        self._announced: list[Revision] = []    # fetched by the RevisionFetcher: the next harvest's first batch
 
     # -- subscribers (called by the registry under its lock) -------------------------------
     def attach(self, sub: Subscriber) -> None:
@@ -148,6 +153,7 @@ class DataSource:
         """The change feed says the page changed: read on (REVISIONS), also read `rev_ids` again for fields
         hidden or shown (VISIBILITY), also compare the whole history now (HISTORY), or let the revisit batcher
         check it soon (CHECK, batched 50 pages a request)."""
+        rev_ids = tuple(rev_ids)
         with self._lock:
             self._nudged += 1
             if kind == CHECK:
@@ -157,6 +163,21 @@ class DataSource:
                 self._verify_now = self._verify_now or kind == HISTORY
                 if kind == VISIBILITY:
                     self._recheck_revs.update(rev_ids)
+            page = self.page
+            # a caught-up page's new revisions come with other pages' in one request (spawn.nudge_fetch)
+            fetch = kind == REVISIONS and rev_ids and self.fetcher is not None and page is not None and \
+                self.complete and not self.deleted and self._log is not None
+        if fetch:
+            assert self.fetcher is not None and page is not None
+            self.fetcher.fetch(self.key, page, rev_ids, content=self._need()[1], tenants=self._tenants(),
+                               deliver=self._fetched)
+        else:
+            self._wake.set()
+
+    def _fetched(self, revisions: list[Revision] | None) -> None:
+        """The RevisionFetcher's answer to a nudge: the next pass starts from them when they follow on."""
+        with self._lock:
+            self._announced.extend(revisions or ())
         self._wake.set()
 
     @property
@@ -577,7 +598,8 @@ class DataSource:
             self._opening = None
             return
         self.complete = False
-        batches = self._batches(resume.timestamp if resume else None, content)
+        announced = self._take_announced(resume, content)
+        batches = iter([announced]) if announced else self._batches(resume.timestamp if resume else None, content)
         start = resume
 
         def fresh_in(batch) -> int:
@@ -606,6 +628,19 @@ class DataSource:
         if self._need()[0] == 0:
             return          # stopped at the caps (no batch past them was requested): more may be there
         self.complete = self.had_history = True
+
+    def _take_announced(self, resume: ResumePoint | None, content: bool) -> list[Revision] | None:
+        """The revisions the fetcher brought, as the harvest's only batch, when they follow on from `resume`
+        and carry text as wanted; else None (the history is read from the wiki)."""
+        with self._lock:
+            fetched, self._announced = self._announced, []
+        if resume is None or not fetched or any(r.page_id != self.resolved.page_id for r in fetched):
+            return None
+        if content and any(r.content is None and not r.text_hidden for r in fetched):
+            return None
+        if not content:
+            fetched = [replace(r, content=None) for r in fetched]
+        return chain(resume.rev_id, [r for r in fetched if (r.timestamp, r.rev_id) > (resume.timestamp, resume.rev_id)])
 
     def _backfill_content(self) -> None:
         """A subscriber wants wikitext but the stored history was harvested without it: fetch the

@@ -1,5 +1,5 @@
-"""Per-wiki collaborators, created on first use: one MediaWikiClient and one RevisitBatcher per
-api.php URL and identity. Subscriptions naming an identity are paced by its upstream budget (and
+"""Per-wiki collaborators, created on first use: one MediaWikiClient, one RevisitBatcher and one
+RevisionFetcher per api.php URL and identity. Subscriptions naming an identity are paced by its upstream budget (and
 use its credentials); legacy ones share the process-wide host limiter. Builds the registry's data
 sources."""
 import threading
@@ -13,6 +13,7 @@ from spawn.feed_reader import FollowedWikis
 from spawn.host_limiter import HostLimiter
 from spawn.mediawiki import MediaWikiClient
 from spawn.metrics import SpawnMetrics
+from spawn.nudge_fetch import RevisionFetcher
 from spawn.revisit import RevisitBatcher
 from spawn.source import DataSource
 from spawn.upstream_budget import UpstreamBudgets
@@ -33,6 +34,7 @@ class Wikis:
         self.auth = auth or WikiAuth({}, anonymous=http, make_session=lambda: http)
         self._clients: dict[tuple[str, str | None], MediaWikiClient] = {}
         self._batchers: dict[tuple[str, str | None], RevisitBatcher] = {}
+        self._fetchers: dict[tuple[str, str | None], RevisionFetcher] = {}
         self._lock = threading.Lock()
         self.followed = FollowedWikis()     # wikis whose change feed the hub follows
 
@@ -54,15 +56,25 @@ class Wikis:
                 self._batchers[(api_url, identity)] = RevisitBatcher(client, min_s=self.config.revisit_min_s)
             return self._batchers[(api_url, identity)]
 
+    def fetcher(self, api_url: str, identity: str | None = None) -> RevisionFetcher:
+        client = self.client(api_url, identity)
+        with self._lock:
+            if (api_url, identity) not in self._fetchers:
+                self._fetchers[(api_url, identity)] = RevisionFetcher(client)
+            return self._fetchers[(api_url, identity)]
+
     def make_source(self, spec: SubscriptionSpec, on_limit) -> DataSource:
         return DataSource(spec.source_uuid, spec.title, client=self.client(spec.wiki, spec.identity),
                           store=self.store, batcher=self.batcher(spec.wiki, spec.identity),
                           revisit_min_s=self.config.revisit_min_s,
                           revisit_max_s=self.config.revisit_max_s, on_limit=on_limit, metrics=self.metrics,
-                          now=self._now, followed=lambda: spec.wiki in self.followed)
+                          now=self._now, followed=lambda: spec.wiki in self.followed,
+                          fetcher=self.fetcher(spec.wiki, spec.identity))
 
     def stop(self) -> None:
         with self._lock:
-            batchers = list(self._batchers.values())
+            batchers, fetchers = list(self._batchers.values()), list(self._fetchers.values())
         for b in batchers:
             b.stop()
+        for f in fetchers:
+            f.stop()

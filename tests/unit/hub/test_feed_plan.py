@@ -201,3 +201,21 @@ def test_a_visibility_change_carries_its_revisions_to_the_node_until_delivered()
     assert feed_plan.outgoing({WIKI: history})["a"] == (Nudge(WIKI, HISTORY, key("Apple")),)
     done = feed_plan.delivered(state, {"a": out}, answered={"a"}, live={"a"})
     assert done.pending == {} and done.revs == {}
+
+
+def test_edits_carry_their_revision_ids_unless_a_change_of_the_page_named_none():
+    holders = {key("Apple"): {"a"}, key("Pear"): {"a"}}
+    edits = [FeedChange("Apple", REVISIONS, "20261124070001|1", 7, (10,)),
+             FeedChange("Apple", REVISIONS, "20261124070002|2", 7, (11,)),
+             FeedChange("Pear", REVISIONS, "20261124070003|3", 8, (12,)),
+             FeedChange("Pear", REVISIONS, "20261124070004|4", 8)]          # a move or a deletion: no id
+    state = feed_plan.absorb(WikiFeedState(), "r", report(*edits), holders, {"a"}, WIKI, T0)
+    out = feed_plan.outgoing({WIKI: state})["a"]
+    assert sorted(out, key=lambda n: n.key) == sorted([Nudge(WIKI, REVISIONS, key("Apple"), (10, 11)),
+                                                       Nudge(WIKI, REVISIONS, key("Pear"))], key=lambda n: n.key)
+    done = feed_plan.delivered(state, {"a": out}, answered={"a"}, live={"a"})
+    assert done.revs == {} and done.blind == frozenset()
+    # a later edit of Pear names its revision again
+    later = feed_plan.absorb(done, "r", report(FeedChange("Pear", REVISIONS, "20261124070005|5", 8, (13,))),
+                             holders, {"a"}, WIKI, T0)
+    assert feed_plan.outgoing({WIKI: later})["a"] == (Nudge(WIKI, REVISIONS, key("Pear"), (13,)),)

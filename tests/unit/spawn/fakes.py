@@ -127,6 +127,7 @@ class FakeWiki:
         self.page = page
         self.host = host
         self.calls: list[tuple] = []
+        self.fail: Exception | None = None         # raised by revisions_of_pages
         self.deleted = False                # the page id answers as missing, and so does its title
         self.missing_titles: set[str] = set()   # titles naming no page (e.g. moved away without a redirect)
 
@@ -179,6 +180,14 @@ class FakeWiki:
         wanted = set(rev_ids)
         self.calls.append(("by_id", tuple(sorted(wanted)), content))
         return [r for r in self._history(None, content) if r.rev_id in wanted]
+
+    def revisions_of_pages(self, page_ids, rev_ids, *, content=False, **kw):
+        wanted = set(rev_ids)
+        self.calls.append(("of_pages", tuple(sorted(wanted)), content))
+        if self.fail:
+            raise self.fail
+        found = [r for r in self._history(None, content) if r.rev_id in wanted and r.page_id in set(page_ids)]
+        return {pid: [r for r in found if r.page_id == pid] for pid in {r.page_id for r in found}}
 
     def _history(self, start, content):
         return [replace(r, content=f"text of {r.rev_id}") if content else r

@@ -135,6 +135,17 @@ def test_each_event_names_the_titles_whose_sources_must_act(event, expected):
     assert all(c.at == at(1) and c.page_id == 7 for c in changes_of(event))
 
 
+def test_an_edit_names_its_revision_and_merged_edits_name_them_all_unless_one_named_none():
+    assert [c.rev_ids for c in changes_of(NewRevision(**change_fields(1), rev_id=10, parent_id=9))] == [(10,)]
+    assert [c.rev_ids for c in changes_of(PageDeleted(**change_fields(1)))] == [()]
+    edits = [*changes_of(edit(1)), *changes_of(edit(2))]
+    assert [(c.kind, c.rev_ids) for c in merged(edits)] == [(REVISIONS, (101, 102))]
+    moved = changes_of(PageMoved(**change_fields(3), new_ns=0, new_title="Apple (fruit)", redirect_left=True,
+                                 rev_id=11))
+    assert [(c.title, c.rev_ids) for c in merged([*edits, *moved])] == [("Apple", ()), ("Apple (fruit)", ())]
+    assert [c.rev_ids for c in merged([*moved[:1], *edits])] == [()]
+
+
 def test_changes_merge_to_one_per_title_at_its_newest_entry_of_the_kind_that_does_what_all_ask():
     got = merged([FeedChange("Apple", HISTORY, at(1)), FeedChange("Pear", REVISIONS, at(2)),
                   FeedChange("Apple", REVISIONS, at(3))])
