@@ -79,10 +79,14 @@ class IdentityBudget:
                 return False
             if self._local.auth_error is not None and budget.gen > self._auth_gen:
                 self._set(auth_error=None)
+            # gave back what it was asked for: an ask that comes with a later Budget is a new turn's, and the
+            # node serves what waits now (else a node granted and asked at every turn would never serve a
+            # request that arrived after its first ask)
+            answered = self._asked_gen is not None and (self._released_gen or 0) >= self._asked_gen
             if self._released_gen is not None and budget.gen > self._released_gen:
                 self._released_gen = None
             if budget.give_back:
-                if self._asked_gen is None:
+                if self._asked_gen is None or (answered and budget.gen > self._asked_gen):
                     self._asked_seq = next(self._seq)
                 self._asked_gen = budget.gen
             elif self._asked_gen is not None and budget.gen > self._asked_gen:

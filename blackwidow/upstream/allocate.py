@@ -181,6 +181,7 @@ def allocate(state: IdentityState, demand: Mapping[str, Demand], weights: Mappin
     shares = tenant_shares(demand, weights)
     targets = {node: sum(s.values()) for node, s in shares.items()}
     holds, cuts, given_back = released(state.holds, demand, now)
+    rested = {h.node for h in cuts}
     # holds written under other limits (a lowered in_flight or rate): nothing new starts before they end
     barrier = max((h.end + p.handover_s for h in holds if h.slot >= limits.in_flight
                    or h.rate_per_s > per_slot + EPS), default=-math.inf)
@@ -220,6 +221,8 @@ def allocate(state: IdentityState, demand: Mapping[str, Demand], weights: Mappin
         deficit = _deficits(options, targets, received, split, tenant_received, tenant_targets)
         waiting = [n for n in options if demand[n].fresh_turn(fresh_anywhere)
                    and not any(h.node == n and h.end > now for h in holds)]
+        # a node that has just given its turn back goes after the others waiting: turns go round
+        waiting = [n for n in waiting if n not in rested] or waiting
         best = max(waiting or options, key=lambda n: (deficit[n], -stable_hash(n)))
         if not waiting and last is not None and last.node in options and \
                 deficit[last.node] >= deficit[best] - p.keep_s:

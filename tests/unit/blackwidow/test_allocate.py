@@ -181,6 +181,17 @@ def test_fresh_holders_take_turns_one_handover_gap_apart():
     assert not plan.budgets["f"].give_back
 
 
+def test_a_node_that_just_gave_its_turn_back_goes_after_the_others_waiting():
+    # a gave back (asked), still has freshness work, and is furthest below its share: f, waiting, goes first
+    history = [Hold(0, "f", NOW - 300, NOW - 100, R, 5), Hold(0, "a", NOW - 20, NOW + 10, R, 7)]
+    demand = {"a": Demand(fresh={"t1": 2}, released_gen=7), "f": FRESH}
+    plan = allocate(state(history), demand, {}, NOW, P)
+    assert [(h.node, h.start) for h in plan.writes] == [("f", NOW + P.handover_s)]
+    # alone, it gets the slot again
+    plan = allocate(state(history), {"a": Demand(fresh={"t1": 2}, released_gen=7)}, {}, NOW, P)
+    assert [h.node for h in plan.writes] == ["a"]
+
+
 def test_a_slot_nobody_wants_stays_with_the_feed_reader_until_somebody_does():
     reader = Demand(following=True)
     plan = allocate(state(), {"r": reader, "b": Demand()}, {}, NOW, P)

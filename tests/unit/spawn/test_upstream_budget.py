@@ -406,3 +406,19 @@ def test_a_feed_reader_keeps_its_windows_between_reads_until_asked():
     assert not ib.use().following
     now[0] += RELEASE_IDLE_S
     assert ib.use().released_gen == 6                  # no reader: idle windows go back as before
+
+
+def test_granted_and_asked_again_after_giving_back_it_serves_what_waits_now():
+    # a node asked at every turn: the ask that comes with a later turn is a new one, so the freshness work that
+    # arrived after the first ask is served in the second turn, not refused turn after turn
+    now, ib, window = holding()
+    started: list = []
+    ib.apply(Budget(gen=5, wiki_host="h", windows=window, give_back=True))
+    assert ib.use().released_gen == 5                  # nothing waited: given back at once
+    late = _waiter(ib, Demand(FRESH, ("t",)), started, "fresh")
+    time.sleep(0.2)
+    assert late.is_alive()                             # arrived after the ask: not in this turn
+    now[0] += 0.01
+    ib.apply(Budget(gen=6, wiki_host="h", windows=window, give_back=True))
+    late.join(2)
+    assert started == ["fresh"] and ib.use().released_gen == 6
