@@ -64,16 +64,17 @@ class Wanted:
 
 def reader_for(wiki: str, live: Iterable[str], current: str | None = None,
                waiting: Mapping[str, int] | None = None) -> str | None:
-    """The node that reads the wiki's feed: the one with more requests waiting for the wiki's identity
-    (`waiting`: {node: sources waiting or in flight}) than the current reader, else the current reader while
-    it is live, else the highest rendezvous weight."""
+    """The node that reads the wiki's feed: one with far more requests waiting for the wiki's identity
+    (`waiting`: {node: sources waiting or in flight}) than the current reader (more than twice as many and two
+    more: a move costs a read again and a turn of the slot, so a few pages nudged here or there must not move
+    it), else the current reader while it is live, else the highest rendezvous weight."""
     nodes = sorted(live)
     if not nodes:
         return None
     waiting = waiting or {}
     base = current if current in nodes else max(nodes, key=lambda node: stable_hash(f"feed\n{wiki}\n{node}"))
     busiest = max(nodes, key=lambda node: (waiting.get(node, 0), node == base, node))
-    return busiest if waiting.get(busiest, 0) > waiting.get(base, 0) else base
+    return busiest if waiting.get(busiest, 0) > 2 * waiting.get(base, 0) + 2 else base
 
 
 def duties(feeds: Mapping[str, WikiFeedState], wanted: Mapping[str, Wanted], live: Iterable[str],

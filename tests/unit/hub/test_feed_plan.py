@@ -33,9 +33,11 @@ READERS = [
     ("nobody live", [], None, {}, None),
     ("a new wiki goes by rendezvous", ["a", "b", "c"], None, {}, "rendezvous"),
     ("the reader stays while nobody waits more", ["a", "b"], "b", {"a": 1, "b": 1}, "b"),
-    ("a node with more waiting takes it: its holds serve the feed", ["a", "b"], "b", {"a": 3, "b": 1}, "a"),
+    ("a node with far more waiting takes it: its holds serve the feed", ["a", "b"], "b", {"a": 5, "b": 1}, "a"),
+    ("a few more waiting do not move it", ["a", "b"], "b", {"a": 4, "b": 1}, "b"),
     ("a dead reader is replaced", ["a", "c"], "b", {}, "rendezvous"),
-    ("a waiting node elsewhere beats an idle reader", ["a", "b"], "a", {"b": 1}, "b"),
+    ("a backfill elsewhere beats an idle reader", ["a", "b"], "a", {"b": 3}, "b"),
+    ("one page waiting elsewhere does not", ["a", "b"], "a", {"b": 1}, "a"),
 ]
 
 
