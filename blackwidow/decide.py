@@ -10,7 +10,7 @@ Routing (blackwidow.router), reload planning (blackwidow.reload) and the lease a
 """
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Mapping
+from typing import Iterable, Mapping
 
 from blackwidow import reload, router
 from blackwidow.quota import leasing, limits
@@ -18,7 +18,7 @@ from blackwidow.sends import Outcome
 from blackwidow.store.coordination import AssignmentView, Snapshot, SubscriptionView, LIVE
 from shared.config import HubConfig
 from shared.states import NODE_REPORTED, SubState
-from shared.wire import StatusReport
+from shared.wire import StatusReport, SubscriptionStatus
 
 
 @dataclass(frozen=True)
@@ -36,9 +36,18 @@ class Rules:
 @dataclass(frozen=True)
 class Polled:
     """What the polls brought: answers, and the nodes whose poll failed (refused, timeout, 5xx, 4xx, an
-    unparseable report, a report for another node id)."""
+    unparseable report, a report for another node id). `statuses`: each answer's statuses by id, when the
+    caller already holds them (else built from the reports); `changed`: per answering node, the ids its
+    report says changed (None: a whole report; absent: unknown, also a whole one)."""
     reports: Mapping[str, StatusReport]
     failed: frozenset[str] = frozenset()
+    statuses: Mapping[str, Mapping[str, SubscriptionStatus]] | None = None
+    changed: Mapping[str, frozenset[str] | None] = field(default_factory=dict)
+
+    def by_node(self) -> Mapping[str, Mapping[str, SubscriptionStatus]]:
+        if self.statuses is not None:
+            return self.statuses
+        return {nid: {s.id: s for s in r.subscriptions} for nid, r in self.reports.items()}
 
 
 @dataclass(frozen=True)
@@ -57,10 +66,13 @@ class Decision:
     state: dict[str, str]                 # per subscription: state after the reports
     used_up: dict[str, str]               # tenant -> why its subscriptions show limit_reached
     desired: dict[str, tuple]             # sub -> (node, spec)
-    reported: dict[str, dict]             # node -> {sub: SubscriptionStatus}
+    reported: Mapping[str, Mapping]       # node -> {sub: SubscriptionStatus}
     plan: reload.Plan
     learnt: leasing.Learnt
     rejected: dict[str, tuple[str, ...]] = field(default_factory=dict)   # node -> unparseable report items
+    # the ids this tick looked at (None: every one; blackwidow.tick_scope): `status`, `state` and `desired`
+    # hold only those, and settle() writes only those
+    scope: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -72,21 +84,27 @@ class Settlement:
 
 
 def decide(snap: Snapshot, polled: Polled, leases: leasing.LeaseRound, rules: Rules, now: datetime, *,
-           previous_live: frozenset[str] | None, memory: leasing.QuotaMemory) -> Decision:
+           previous_live: frozenset[str] | None, memory: leasing.QuotaMemory,
+           scope: frozenset[str] | None = None) -> Decision:
     """Everything the tick concludes from the polls: liveness, reported status, routing and the plan of sends.
     `previous_live`: the node set the last tick routed over (None: unknown, a new leader: not a hard reload).
-    `memory` holds consumption rates between ticks and is updated here (never safety state)."""
-    polled_live = frozenset(n.id for n in snap.nodes.values() if n.state == LIVE)
-    failures = {nid: snap.nodes[nid].consecutive_failures + 1 for nid in polled.failed}
-    dead = tuple(sorted(nid for nid, count in failures.items() if count >= rules.node_failures))
-    live = polled_live - set(dead)
-    nodes = NodeChanges({nid: r.boot_id for nid, r in polled.reports.items()}, failures, dead)
+    `memory` holds consumption rates between ticks and is updated here (never safety state).
+    `scope`: look only at these ids (blackwidow.tick_scope: the rest is as the last tick left it); None: at
+    every subscription."""
+    nodes, live = liveness(snap, polled, rules)
+    reported = polled.by_node()
 
-    status = status_changes(snap, polled.reports)
+    looked_at: Iterable[tuple[str, SubscriptionView]]
+    if scope is None:
+        status = status_changes(snap, polled.reports)
+        looked_at = snap.subscriptions.items()
+    else:
+        status = scoped_status_changes(snap, reported, scope)
+        looked_at = ((sid, snap.subscriptions[sid]) for sid in scope if sid in snap.subscriptions)
     state: dict[str, str] = {}
     revisions: dict[str, int] = {}
     schedulable: dict[str, str] = {}
-    for sid, sub in snap.subscriptions.items():      # one pass: a tick may hold a million subscriptions
+    for sid, sub in looked_at:      # one pass: a tick may hold a million subscriptions
         reported_now = status.get(sid)
         if reported_now is None:
             state[sid], revisions[sid], route_key = sub.state, sub.revisions, sub.route_key
@@ -98,18 +116,27 @@ def decide(snap: Snapshot, polled: Polled, leases: leasing.LeaseRound, rules: Ru
         if limits.scheduled(sub.enabled, state[sid], sub.spec.quota, revisions[sid]):
             schedulable[sid] = route_key
     quotas = {t: q.quota for t, q in leases.before.tenants.items() if q.quota is not None}
-    used_up = limits.exhausted(quotas, ((sub.spec.tenant_id, revisions[sid]) for sid, sub in snap.subscriptions.items()
+    used_up = limits.exhausted(quotas, ((sub.spec.tenant_id, revisions.get(sid, sub.revisions))
+                                        for sid, sub in snap.subscriptions.items()
                                         if sub.spec.tenant_id in quotas)) if quotas else {}
-    routes = router.assign(schedulable, live, rules.routing)
-    desired = {sid: (node, snap.subscriptions[sid].spec) for sid, node in routes.items()}
+    routed = router.assign(schedulable, live, rules.routing, partial=scope is not None)
+    desired = {sid: (node, snap.subscriptions[sid].spec) for sid, node in routed.items()}
     hard = previous_live is not None and live != previous_live
-    reported = {nid: {s.id: s for s in r.subscriptions} for nid, r in polled.reports.items()}
-    acked = {sid: a.node_id for sid, a in snap.assignments.items() if a.acked}
+    ids = snap.assignments.keys() if scope is None else scope
+    acked = {sid: a.node_id for sid in ids if (a := snap.assignments.get(sid)) is not None and a.acked}
     retry_failed = {sid for sid in desired if failed_resend_due(snap.assignments.get(sid), now, rules)}
-    plan = reload.plan(desired, reported, acked, hard, retry_failed)
+    plan = reload.plan(desired, reported, acked, hard, retry_failed, only=scope)
     learnt = leasing.learn(leases, snap, polled.reports, set(polled.failed), now, memory)
     rejected = {nid: r.rejected for nid, r in polled.reports.items() if r.rejected}
-    return Decision(nodes, live, hard, status, state, used_up, desired, reported, plan, learnt, rejected)
+    return Decision(nodes, live, hard, status, state, used_up, desired, reported, plan, learnt, rejected, scope)
+
+
+def liveness(snap: Snapshot, polled: Polled, rules: Rules) -> tuple[NodeChanges, frozenset[str]]:
+    """What the polls say of the nodes, and the live node set after this tick's failures."""
+    polled_live = frozenset(n.id for n in snap.nodes.values() if n.state == LIVE)
+    failures = {nid: snap.nodes[nid].consecutive_failures + 1 for nid in polled.failed}
+    dead = tuple(sorted(nid for nid, count in failures.items() if count >= rules.node_failures))
+    return NodeChanges({nid: r.boot_id for nid, r in polled.reports.items()}, failures, dead), polled_live - set(dead)
 
 
 def settle(snap: Snapshot, decision: Decision, outcomes: list[Outcome], now: datetime, rules: Rules) -> Settlement:
@@ -117,7 +144,9 @@ def settle(snap: Snapshot, decision: Decision, outcomes: list[Outcome], now: dat
     final = final_assignments(snap, decision, outcomes, now, rules)
     changes = subscription_changes(snap, decision, final, outcomes)
     upserts = {sid: a for sid, a in final.items() if snap.assignments.get(sid) != a}
-    deleted = tuple(sid for sid in snap.assignments if sid not in final)
+    looked_at = snap.assignments if decision.scope is None else \
+        (sid for sid in decision.scope if sid in snap.assignments)
+    deleted = tuple(sid for sid in looked_at if sid not in final)
     plan = decision.plan
     record = None
     if plan.kind:
@@ -136,29 +165,52 @@ def status_changes(snap: Snapshot, reports: Mapping[str, StatusReport]) -> dict[
     changes: dict[str, dict] = {}
     for node_id, report in reports.items():
         for reported in report.subscriptions:
-            sub = snap.subscriptions.get(reported.id)
-            if sub is None or not sub.enabled:
-                continue
-            assignment = snap.assignments.get(reported.id)
-            owner = assignment.node_id if assignment is not None else sub.node_id
-            if owner != node_id:
-                continue
-            values = {
-                # counters never go back, even when a node restarts or the subscription moved
-                "revisions": max(sub.revisions, reported.revisions),
-                "last_rev_id": reported.last_rev_id if reported.last_rev_id is not None else sub.last_rev_id,
-                # a key once known stays (a spawn that has not resolved the title yet reports none)
-                "page_key": reported.page_key or sub.page_key,
-                # unknown (a restarted spawn that has not checked yet, or an older one) keeps what was proven
-                "complete": sub.complete if reported.complete is None else reported.complete,
-                # caught up past every change the feed routed to it (blackwidow.feed_plan)
-                "settled": sub.settled if reported.settled is None else reported.settled,
-            }
-            if reported.state in NODE_REPORTED:
-                values["state"] = reported.state
-                values["last_error"] = reported.last_error
-            changes[reported.id] = values
+            values = _reported_values(snap, node_id, reported)
+            if values is not None:
+                changes[reported.id] = values
     return changes
+
+
+def scoped_status_changes(snap: Snapshot, reported: Mapping[str, Mapping[str, SubscriptionStatus]],
+                          scope: frozenset[str]) -> dict[str, dict]:
+    """status_changes() of the ids in `scope` only, from each one's owner's statuses."""
+    changes: dict[str, dict] = {}
+    for sid in scope:
+        sub = snap.subscriptions.get(sid)
+        if sub is None:
+            continue
+        assignment = snap.assignments.get(sid)
+        owner = assignment.node_id if assignment is not None else sub.node_id
+        status = reported.get(owner, {}).get(sid) if owner is not None else None
+        values = _reported_values(snap, owner, status) if status is not None and owner is not None else None
+        if values is not None:
+            changes[sid] = values
+    return changes
+
+
+def _reported_values(snap: Snapshot, node_id: str, reported: SubscriptionStatus) -> dict | None:
+    sub = snap.subscriptions.get(reported.id)
+    if sub is None or not sub.enabled:
+        return None
+    assignment = snap.assignments.get(reported.id)
+    owner = assignment.node_id if assignment is not None else sub.node_id
+    if owner != node_id:
+        return None
+    values = {
+        # counters never go back, even when a node restarts or the subscription moved
+        "revisions": max(sub.revisions, reported.revisions),
+        "last_rev_id": reported.last_rev_id if reported.last_rev_id is not None else sub.last_rev_id,
+        # a key once known stays (a spawn that has not resolved the title yet reports none)
+        "page_key": reported.page_key or sub.page_key,
+        # unknown (a restarted spawn that has not checked yet, or an older one) keeps what was proven
+        "complete": sub.complete if reported.complete is None else reported.complete,
+        # caught up past every change the feed routed to it (blackwidow.feed_plan)
+        "settled": sub.settled if reported.settled is None else reported.settled,
+    }
+    if reported.state in NODE_REPORTED:
+        values["state"] = reported.state
+        values["last_error"] = reported.last_error
+    return values
 
 
 def failed_resend_due(assignment: AssignmentView | None, now: datetime, rules: Rules) -> bool:
@@ -183,7 +235,9 @@ def final_assignments(snap: Snapshot, decision: Decision, outcomes: list[Outcome
     the backoff of failed ones."""
     reported, desired, plan = decision.reported, decision.desired, decision.plan
     final: dict[str, AssignmentView] = {}
-    for sub_id, a in snap.assignments.items():
+    looked_at = snap.assignments.items() if decision.scope is None else \
+        ((sid, snap.assignments[sid]) for sid in decision.scope if sid in snap.assignments)
+    for sub_id, a in looked_at:
         if a.node_id not in decision.live:
             continue                     # dead node: whatever ran there is gone for us
         on_node = reported.get(a.node_id)
@@ -222,7 +276,9 @@ def subscription_changes(snap: Snapshot, decision: Decision, final: Mapping[str,
     adopted_state = {a.subscription_id: decision.reported[a.node_id][a.subscription_id].state
                      for a in decision.plan.adopts}
     changes = {}
-    for sub_id, sub in snap.subscriptions.items():
+    looked_at = snap.subscriptions.items() if decision.scope is None else \
+        ((sid, snap.subscriptions[sid]) for sid in decision.scope if sid in snap.subscriptions)
+    for sub_id, sub in looked_at:
         node_id, state = placement(sub, decision.state[sub_id], final.get(sub_id),
                                    ack_state.get(sub_id) or adopted_state.get(sub_id))
         state, tenant_reason = limits.shown(state, decision.used_up.get(sub.spec.tenant_id))

@@ -8,7 +8,7 @@ changes nothing on the spawn) until the report is whole, and from then on ask fr
 from no cursor asks for a new report). docs/coordination.md, "Bounded polls".
 """
 from dataclasses import dataclass, field, replace
-from typing import Container, Iterable, Mapping, Sequence
+from typing import Collection, Container, Iterable, Mapping, Sequence
 
 from blackwidow.store.coordination import AssignmentView, SubscriptionView
 from shared.feed_wire import FeedDuty, Nudge
@@ -28,20 +28,35 @@ class Paging:
     report_items: int      # statuses per answer
 
 
-def named(assignments: Mapping[str, AssignmentView], reported: Mapping[str, Iterable[str]],
-          existing: Container[str]) -> dict[str, list[str]]:
+def named(assignments: Mapping[str, AssignmentView], reported: Mapping[str, Collection[str]],
+          existing: Container[str], *, by_node: Mapping[str, Iterable[str]] | None = None,
+          candidates: Collection[str] | None = None) -> dict[str, list[str]]:
     """{node id: the ids its poll names}: what is assigned to it, and the copies it last reported of
     subscriptions that still exist elsewhere. The hub drops those itself once their new node has them (make
     before break); left unnamed, a tick longer than the orphan timeout would have them dropped as orphans
-    first. Only copies the hub no longer knows of are left to the orphan timer."""
-    lists: dict[str, list[str]] = {}
-    for sub_id, assignment in assignments.items():
-        lists.setdefault(assignment.node_id, []).append(sub_id)
-    for node_id, ids in reported.items():
-        elsewhere = [sub_id for sub_id in ids if sub_id in existing and (
-            (a := assignments.get(sub_id)) is None or a.node_id != node_id)]
-        if elsewhere:
-            lists.setdefault(node_id, []).extend(elsewhere)
+    first. Only copies the hub no longer knows of are left to the orphan timer.
+
+    by_node: the assignments grouped by node, when the caller keeps them so (Snapshot.by_node); candidates:
+    the only ids that can have a copy elsewhere, when the caller knows them (what the last tick left
+    unsettled: blackwidow.tick_scope), looked up on each node rather than passing over every copy."""
+    if by_node is not None:
+        lists = {node_id: list(ids) for node_id, ids in by_node.items() if ids}
+    else:
+        lists = {}
+        for sub_id, assignment in assignments.items():
+            lists.setdefault(assignment.node_id, []).append(sub_id)
+
+    def elsewhere(node_id: str, sub_id: str) -> bool:
+        return sub_id in existing and ((a := assignments.get(sub_id)) is None or a.node_id != node_id)
+
+    if candidates is not None and len(candidates) * len(reported) <= sum(len(ids) for ids in reported.values()):
+        copies = ((node_id, [sid for sid in candidates if sid in ids]) for node_id, ids in reported.items())
+    else:
+        copies = ((node_id, list(ids)) for node_id, ids in reported.items())
+    for node_id, ids in copies:
+        extra = [sub_id for sub_id in ids if elsewhere(node_id, sub_id)]
+        if extra:
+            lists.setdefault(node_id, []).extend(extra)
     return lists
 
 
@@ -100,7 +115,19 @@ def cursor(after: str | None, answer: StatusReport) -> str:
     return answer.subscriptions[-1].id if answer.subscriptions else ""
 
 
+@dataclass(frozen=True)
+class Merged:
+    report: StatusReport
+    statuses: dict[str, SubscriptionStatus]      # the report's statuses by id
+    changed: frozenset[str] | None               # the ids a delta named (changed or removed); None: whole
+
+
 def merge(answers: list[StatusReport], known: Mapping[str, SubscriptionStatus] | None = None) -> StatusReport:
+    """merged(...).report."""
+    return merged(answers, known).report
+
+
+def merged(answers: list[StatusReport], known: Mapping[str, SubscriptionStatus] | None = None) -> Merged:
     """The answers of one poll as one whole report: every status (a repeated id: the later one), the counts
     and identities of the last answer. A delta (spawn.report_delta) applies to `known`, the statuses of the
     report its poll named. Answers from two boots of the spawn, or from two reports, are not one view of it."""
@@ -111,17 +138,25 @@ def merge(answers: list[StatusReport], known: Mapping[str, SubscriptionStatus] |
         raise PagingError("the answers belong to different reports")
     first, last = answers[0], answers[-1]
     subs: dict[str, SubscriptionStatus] = {}
+    changed: set[str] | None = None
     if first.delta:
         if known is None:
             raise PagingError("changes since a report the poll did not name")
         subs.update(known)
+        changed = set()
         for gone in (i for a in answers for i in a.removed):
             subs.pop(gone, None)
-    subs.update((s.id, s) for a in answers for s in a.subscriptions)
-    return StatusReport(node_id=last.node_id, boot_id=last.boot_id, attached=last.attached,
-                        subscriptions=tuple(subs.values()), sources=last.sources, identities=last.identities,
-                        rejected=tuple(r for a in answers for r in a.rejected), token=first.token,
-                        feeds=first.feeds)
+            changed.add(gone)
+    for a in answers:
+        for s in a.subscriptions:
+            subs[s.id] = s
+            if changed is not None:
+                changed.add(s.id)
+    report = StatusReport(node_id=last.node_id, boot_id=last.boot_id, attached=last.attached,
+                          subscriptions=tuple(subs.values()), sources=last.sources, identities=last.identities,
+                          rejected=tuple(r for a in answers for r in a.rejected), token=first.token,
+                          feeds=first.feeds)
+    return Merged(report, subs, frozenset(changed) if changed is not None else None)
 
 
 def sharing_specs(answer: StatusReport, subs: Mapping[str, SubscriptionView]) -> StatusReport:

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Callable, Mapping
 
-from blackwidow import feed_tick, fencing, poll_pages, reload, sends
-from blackwidow.decide import Decision, Polled, Rules, Settlement, decide, settle
+from blackwidow import feed_tick, fencing, poll_pages, reload, sends, tick_scope
+from blackwidow.decide import Decision, Polled, Rules, Settlement, decide, liveness, settle
 from blackwidow.store import changes, feeds as feeds_store, identities
 from blackwidow.upstream import tick as upstream_tick
 from blackwidow.upstream.allocate import Plan
@@ -59,6 +59,8 @@ class PollerState:
     # the change feeds followed and what routing their changes needs (blackwidow.feed_tick)
     feed: feed_tick.FeedMemory = field(default_factory=feed_tick.FeedMemory)
     page_keys: int = 0              # ticks that wrote a page key
+    # what the last tick left unsettled (blackwidow.tick_scope); None: the next tick looks at everything
+    carry: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -107,6 +109,7 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
         if state.fence is None:
             state.fence = fencing.claim(session, holder_id(), at)
             state.cache = None            # an earlier leader may have written anything
+            state.carry = None
             state.feed.feeds = None
             logger.info("scheduler.epoch", extra={"epoch": state.fence.epoch})
         else:
@@ -115,7 +118,7 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
         # million subscriptions when a scheduler starts or takes over (the spawns heard nobody since the last)
         state.live_urls = store.live_node_urls(session)
         before = quota_store.load(session)
-        state.cache = _snapshot(session, state.cache)
+        state.cache, written = _snapshot(session, state.cache)
         snap = leasing.mark_leased(state.cache.snapshot, leasing.leased_tenants(before))
         upstream = identities.load(session, reported={i for uses in state.uses.values() for i in uses})
         if state.feed.feeds is None:
@@ -138,7 +141,8 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
     paging = poll_pages.Paging(config.poll_page_ids, config.report_page_items)
     state.reports = {nid: known for nid, known in state.reports.items() if nid in live_ids}
     feeds = feed_tick.plan_round(state.feed, snap, state.cache.seq, state.uses, live_ids, config, at)
-    polled = _poll_nodes(spawn_client, live, snap, metrics, leases, budgets, paging, state.reports, feeds)
+    polled = _poll_nodes(spawn_client, live, snap, metrics, leases, budgets, paging, state.reports, feeds,
+                         candidates=state.carry)
     stages.end("polls")
     # the changes the readers reported go to their nodes now, not a poll later
     read = feed_tick.read_reports(state.feed, feeds, polled, snap, live_ids, at, metrics, _routes_version(state))
@@ -147,9 +151,11 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
     state.uses = {nid: r.identities for nid, r in polled.reports.items()} | \
         {nid: use for nid, use in state.uses.items() if nid in polled.failed}
     rules = Rules.of(config)
+    scope = tick_scope.scope(state.carry, routed_over=state.routed_nodes, live=liveness(snap, polled, rules)[1],
+                             leased=leasing.leased_tenants(before), written=written, reported=polled.changed)
     decision = decide(snap, polled, leases, rules, at,
                       previous_live=state.routed_nodes if state.routed_nodes is not None else live_ids,
-                      memory=state.quota)
+                      memory=state.quota, scope=scope)
     _log_decision(snap, decision)
     stages.end("decide")
     with sessionmaker.begin() as session:
@@ -162,21 +168,27 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
     try:
         with sessionmaker.begin() as session:
             fencing.check(session, state.fence, ticked_at=now())
-            written = _record(session, snap, at, leases, polled, decision, settlement, config.max_clock_skew_s)
+            wrote = _record(session, snap, at, leases, polled, decision, settlement, config.max_clock_skew_s)
             # a report that changed nothing else is written once per report interval, so the row is at most an
             # interval and a tick behind: a scheduler that takes over within an interval still finds it followed
             feeds_store.save(session, state.feed.feeds, before_feeds, every_s=feed_tick.report_interval_s(config))
             changes.prune(session, state.cache.seq)
-        store.apply_settlement(state.cache.snapshot, *written)
-        if any("page_key" in values for values in written[2].values()):
+        store.apply_settlement(state.cache.snapshot, *wrote)
+        if any("page_key" in values for values in wrote[2].values()):
             state.page_keys += 1
+        silent = (sid for nid in polled.failed if nid in state.reports for sid in state.reports[nid].statuses)
+        state.carry = tick_scope.unsettled(plan=decision.plan, desired=decision.desired, states=decision.state,
+                                           assignments=state.cache.snapshot.assignments, answered=polled.reports,
+                                           silent_holdings=silent)
     except fencing.LeadershipLost:
         state.cache = None
+        state.carry = None
         state.feed.feeds = None
         raise
     except Exception:
         # sends already happened; the next tick adopts what the nodes report
         state.cache = None
+        state.carry = None
         state.feed.feeds = None
         metrics.tick_errors.inc()
         logger.exception("tick.record_failed")
@@ -227,15 +239,15 @@ def _log_decision(snap: Snapshot, decision: Decision) -> None:
                                              "adopts": len(plan.adopts), "reasons": plan.reasons})
 
 
-def _snapshot(session, cached: Cached | None) -> Cached:
+def _snapshot(session, cached: Cached | None) -> tuple[Cached, frozenset[str] | None]:
     """Every row on a scheduler's first tick; after that the cached snapshot with the rows the admin API
     changed since read again. The head is read first: a change committed during the reads is read again
-    next tick, never missed."""
+    next tick, never missed. Also the ids read again (None: every row was)."""
     seq = changes.head(session)
     if cached is None:
-        return Cached(store.load_snapshot(session), seq)
-    ids = changes.since(session, cached.seq, seq)
-    return Cached(store.refresh_snapshot(session, cached.snapshot, ids), seq)
+        return Cached(store.load_snapshot(session), seq), None
+    ids = frozenset(changes.since(session, cached.seq, seq))
+    return Cached(store.refresh_snapshot(session, cached.snapshot, ids), seq), ids
 
 
 def _record(session, snap: Snapshot, at: datetime, leases: leasing.LeaseRound, polled: Polled,
@@ -277,25 +289,27 @@ def _each(fn, items: list) -> list:
 
 def _poll_nodes(client: SpawnClient, live: list[store.NodeView], snap: Snapshot, metrics: SchedulerMetrics,
                 leases: leasing.LeaseRound, budgets: Mapping[str, Plan], paging: poll_pages.Paging,
-                known: dict[str, Known], feeds: feed_tick.FeedRound = feed_tick.FeedRound()) -> Polled:
+                known: dict[str, Known], feeds: feed_tick.FeedRound = feed_tick.FeedRound(),
+                candidates: frozenset[str] | None = None) -> Polled:
     """Poll concurrently: the answers, and the nodes whose poll failed. `known` holds each node's last
-    whole report and is updated with this tick's."""
+    whole report and is updated with this tick's. `candidates`: the only ids that can sit on a node other
+    than their own (blackwidow.tick_scope), None: unknown."""
     assigned = poll_pages.named(snap.assignments, {nid: k.statuses for nid, k in known.items()},
-                                snap.subscriptions)
+                                snap.subscriptions, by_node=snap.by_node, candidates=candidates)
 
     def poll(node: store.NodeView):
         began = time.monotonic()
         try:
-            report = _poll_node(client, node, assigned.get(node.id, []), leases.for_node(node.id),
-                                upstream_tick.budgets_for(budgets, node.id), paging, known.get(node.id),
-                                snap.subscriptions, feeds.for_node(node.id))
-            if report.node_id is not None and report.node_id != node.id:
-                raise SpawnError(f"answered as node {report.node_id}", node_url=node.url)
-            if report.token is not None:      # one thread per node: no two write the same key
-                known[node.id] = Known(report.token, {s.id: s for s in report.subscriptions})
+            got = _poll_node(client, node, assigned.get(node.id, []), leases.for_node(node.id),
+                             upstream_tick.budgets_for(budgets, node.id), paging, known.get(node.id),
+                             snap.subscriptions, feeds.for_node(node.id))
+            if got.report.node_id is not None and got.report.node_id != node.id:
+                raise SpawnError(f"answered as node {got.report.node_id}", node_url=node.url)
+            if got.report.token is not None:      # one thread per node: no two write the same key
+                known[node.id] = Known(got.report.token, got.statuses)
             else:
                 known.pop(node.id, None)
-            return node, report
+            return node, got
         except SpawnError as exc:
             return node, exc
         except Exception as exc:       # a bug must cost one node's poll, not the tick
@@ -305,25 +319,27 @@ def _poll_nodes(client: SpawnClient, live: list[store.NodeView], snap: Snapshot,
             metrics.poll_seconds.observe(time.monotonic() - began)
 
     reports: dict[str, StatusReport] = {}
+    statuses: dict[str, Mapping[str, SubscriptionStatus]] = {}
+    changed: dict[str, frozenset[str] | None] = {}
     failed: set[str] = set()
     for node, outcome in _each(poll, live):
-        if isinstance(outcome, StatusReport):
+        if isinstance(outcome, poll_pages.Merged):
             metrics.polls.labels("ok").inc()
-            reports[node.id] = outcome
-            if node.boot_id is not None and outcome.boot_id != node.boot_id:
+            reports[node.id], statuses[node.id], changed[node.id] = outcome.report, outcome.statuses, outcome.changed
+            if node.boot_id is not None and outcome.report.boot_id != node.boot_id:
                 logger.info("node.restarted", extra={"node": node.id, "url": node.url})
         else:
             metrics.polls.labels("failed").inc()
             failed.add(node.id)
             logger.warning("node.poll_failed", extra={"node": node.id, "url": node.url, "error": str(outcome),
                                                       "failures": node.consecutive_failures + 1})
-    return Polled(reports, frozenset(failed))
+    return Polled(reports, frozenset(failed), statuses, changed)
 
 
 def _poll_node(client: SpawnClient, node: store.NodeView, ids: list[str], leases: Mapping[str, Lease],
                budgets: Mapping[str, Budget], paging: poll_pages.Paging, known: Known | None,
                specs: Mapping[str, store.SubscriptionView],
-               feeds: poll_pages.FeedPart = poll_pages.FeedPart()) -> StatusReport:
+               feeds: poll_pages.FeedPart = poll_pages.FeedPart()) -> poll_pages.Merged:
     """One node's poll in bounded requests (blackwidow.poll_pages). A spawn that refuses a paged list (422:
     a version without pages, in a rolling upgrade) gets the whole list in one request, as it always did."""
     pages = poll_pages.split(ids, paging.page_ids)
@@ -339,13 +355,14 @@ def _poll_node(client: SpawnClient, node: store.NodeView, ids: list[str], leases
         except SpawnRejected as exc:
             if exc.status != 422 or index or poll.page is None:
                 raise
-            return client.poll(node.url, Poll(node_id=node.id, assigned=tuple(sorted(ids)), leases=leases,
-                                              budgets=budgets, feeds=feeds.duties, changes=feeds.changes,
-                                              followed=feeds.followed))
+            whole = client.poll(node.url, Poll(node_id=node.id, assigned=tuple(sorted(ids)), leases=leases,
+                                               budgets=budgets, feeds=feeds.duties, changes=feeds.changes,
+                                               followed=feeds.followed))
+            return poll_pages.Merged(whole, {s.id: s for s in whole.subscriptions}, None)
         answers.append(poll_pages.sharing_specs(answer, specs))
         try:
             if not poll_pages.more(index, len(pages), answer, after):
-                return poll_pages.merge(answers, known.statuses if known is not None else None)
+                return poll_pages.merged(answers, known.statuses if known is not None else None)
         except poll_pages.PagingError as exc:
             raise SpawnBadResponse(f"status report: {exc}", node_url=node.url) from None
         after = poll_pages.cursor(after, answer)

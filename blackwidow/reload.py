@@ -8,7 +8,7 @@ missing or unacknowledged. In both, a node that reports the desired spec already
 Nodes absent from `reported` did not answer this tick: nothing is sent to them or dropped there.
 """
 from dataclasses import dataclass, field
-from typing import Container, Mapping
+from typing import Collection, Container, Iterator, Mapping
 
 from shared.errors import ValidationError
 from shared.wire import SubscriptionSpec, SubscriptionStatus
@@ -96,12 +96,14 @@ def plan(desired: Mapping[str, tuple[str, SubscriptionSpec]],
          reported: Mapping[str, Mapping[str, SubscriptionStatus]],
          acked: Mapping[str, str],
          node_set_changed: bool,
-         retry_failed: Container[str] | None = None) -> Plan:
+         retry_failed: Container[str] | None = None,
+         only: Collection[str] | None = None) -> Plan:
     """Actions that bring reachable nodes to `desired`.
 
     desired: {sub_id: (node_id, spec)}; reported: {node_id: {sub_id: status}} for nodes that answered;
     acked: {sub_id: node_id} of acknowledged sends; retry_failed: failed subscriptions that may be
-    re-sent now (None: all of them).
+    re-sent now (None: all of them); only: plan for these ids alone (`desired` and `acked` then need hold
+    no others; blackwidow.tick_scope), None: for every id desired or reported.
     """
     hard = node_set_changed
     puts, drops, adopts = [], [], []
@@ -124,14 +126,13 @@ def plan(desired: Mapping[str, tuple[str, SubscriptionSpec]],
                 puts.append(Put(node, spec, reason))
             elif status is not None and acked.get(sub_id) != node and status.state != "failed":
                 adopts.append(Adopt(node, sub_id))
-    for node in sorted(reported):
-        for sub_id in sorted(reported[node]):
-            want = desired.get(sub_id)
-            if want is None:
-                drops.append(Drop(node, sub_id, "stale"))
-            elif want[0] != node and (acked.get(sub_id) == want[0] or sub_id in reported.get(want[0], ())):
-                # make before break: the old copy goes once the new node has acknowledged it
-                drops.append(Drop(node, sub_id, "moved"))
+    for node, sub_id in _copies(reported, only):
+        want = desired.get(sub_id)
+        if want is None:
+            drops.append(Drop(node, sub_id, "stale"))
+        elif want[0] != node and (acked.get(sub_id) == want[0] or sub_id in reported.get(want[0], ())):
+            # make before break: the old copy goes once the new node has acknowledged it
+            drops.append(Drop(node, sub_id, "moved"))
     if hard:
         kind = HARD
     elif puts or drops:
@@ -139,3 +140,21 @@ def plan(desired: Mapping[str, tuple[str, SubscriptionSpec]],
     else:
         kind = None
     return Plan(kind, tuple(puts), tuple(drops), tuple(adopts))
+
+
+def _copies(reported: Mapping[str, Mapping[str, SubscriptionStatus]],
+            only: Collection[str] | None) -> Iterator[tuple[str, str]]:
+    """(node, sub_id) of every reported copy, in (node, subscription) order; of the ids in `only` alone when
+    given: a lookup per id and node, or a pass over every copy when that costs less."""
+    if only is not None and len(only) * len(reported) <= sum(len(on_node) for on_node in reported.values()):
+        ids = sorted(only)
+        for node in sorted(reported):
+            on_node = reported[node]
+            for sub_id in ids:
+                if sub_id in on_node:
+                    yield node, sub_id
+        return
+    for node in sorted(reported):
+        for sub_id in sorted(reported[node]):
+            if only is None or sub_id in only:
+                yield node, sub_id

@@ -36,7 +36,7 @@ class _RendezvousMemo:
         self._best: dict[str, tuple[int, str]] = {}
         self._lock = threading.Lock()
 
-    def route(self, sources: Iterable[str], ordered: list[str]) -> dict[str, str]:
+    def route(self, sources: Iterable[str], ordered: list[str], forget: bool = True) -> dict[str, str]:
         with self._lock:
             nodes = frozenset(ordered)
             best = self._best
@@ -51,7 +51,11 @@ class _RendezvousMemo:
             for source in sources:
                 known = best.get(source)
                 kept[source] = known if known is not None else max((stable_hash(n + source), n) for n in ordered)
-            self._nodes, self._best = nodes, kept      # forget sources no longer routed
+            if forget:
+                self._nodes, self._best = nodes, kept      # forget sources no longer routed
+            else:
+                best.update(kept)
+                self._nodes, self._best = nodes, best
             return {source: weight[1] for source, weight in kept.items()}
 
 
@@ -59,15 +63,16 @@ _rendezvous = _RendezvousMemo()
 
 
 def assign(subscriptions: Mapping[str, str], nodes: Iterable[str],
-           strategy: str = MODULO) -> dict[str, str]:
+           strategy: str = MODULO, partial: bool = False) -> dict[str, str]:
     """{subscription_id: source_uuid} and live node ids -> {subscription_id: node_id}.
 
-    With no live nodes nothing is assigned (an empty dict)."""
+    With no live nodes nothing is assigned (an empty dict). `partial`: these are only some of the routed
+    subscriptions (a steady tick's few), so rendezvous keeps what it knows of the others."""
     ordered = sorted(set(nodes))
     if not ordered:
         return {}
     if strategy == RENDEZVOUS:
-        routed = _rendezvous.route(set(subscriptions.values()), ordered)
+        routed = _rendezvous.route(set(subscriptions.values()), ordered, forget=not partial)
         return {sub_id: routed[source] for sub_id, source in subscriptions.items()}
     by_source: dict[str, str] = {}
     out = {}

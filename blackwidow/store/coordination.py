@@ -4,6 +4,7 @@ Functions take the session first and never commit; poller.poll_once owns the tra
 Rows leave this module as frozen views so that no ORM object crosses an HTTP call.
 """
 from dataclasses import dataclass, replace
+from functools import cached_property
 from datetime import datetime, timezone
 from typing import Iterable, Mapping, TypeVar, cast
 
@@ -74,6 +75,21 @@ class Snapshot:
     subscriptions: dict[str, SubscriptionView]
     assignments: dict[str, AssignmentView]
 
+    @cached_property
+    def by_node(self) -> dict[str, set[str]]:
+        """{node id: the ids assigned to it}, built on first use and kept by this module's in-place changes:
+        each poll names a node's ids, and grouping a million assignments every tick costs seconds."""
+        index: dict[str, set[str]] = {}
+        for sub_id, assignment in self.assignments.items():
+            index.setdefault(assignment.node_id, set()).add(sub_id)
+        return index
+
+    def with_index_of(self, other: "Snapshot") -> "Snapshot":
+        """This snapshot, sharing `other`'s assignment index (they share the assignments)."""
+        if "by_node" in other.__dict__:
+            self.__dict__["by_node"] = other.__dict__["by_node"]
+        return self
+
 
 _SUBSCRIPTION_COLUMNS = (Subscription.id, Subscription.source_uuid, Subscription.tenant_id, Subscription.wiki,
                          Subscription.title, Subscription.content, Subscription.quota, Subscription.enabled,
@@ -102,21 +118,34 @@ def refresh_snapshot(session: Session, snap: Snapshot, ids: Iterable[str]) -> Sn
                                                         .where(Assignment.subscription_id.in_(chunk))))
         for sub_id in chunk:
             _put_or_pop(snap.subscriptions, sub_id, subs.get(sub_id))
-            _put_or_pop(snap.assignments, sub_id, assignments.get(sub_id))
-    return Snapshot(_load_nodes(session), snap.subscriptions, snap.assignments)
+            _assign(snap, sub_id, assignments.get(sub_id))
+    return Snapshot(_load_nodes(session), snap.subscriptions, snap.assignments).with_index_of(snap)
 
 
 def apply_settlement(snap: Snapshot, assignments: Mapping[str, AssignmentView], deleted: Iterable[str],
                      changes: Mapping[str, dict]) -> None:
     """What the tick wrote, applied to its snapshot in place (the rows it did not write are left: those the
     admin API changed meanwhile are read again through the change log)."""
-    snap.assignments.update(assignments)
+    for sub_id, assignment in assignments.items():
+        _assign(snap, sub_id, assignment)
     for sub_id in deleted:
-        snap.assignments.pop(sub_id, None)
+        _assign(snap, sub_id, None)
     for sub_id, values in changes.items():
         sub = snap.subscriptions.get(sub_id)
         if sub is not None:
             snap.subscriptions[sub_id] = replace(sub, **values)
+
+
+def _assign(snap: Snapshot, sub_id: str, assignment: AssignmentView | None) -> None:
+    """Set or remove one assignment, keeping the node index when it was built."""
+    index = snap.__dict__.get("by_node")
+    if index is not None:
+        old = snap.assignments.get(sub_id)
+        if old is not None and (assignment is None or old.node_id != assignment.node_id):
+            index.get(old.node_id, set()).discard(sub_id)
+        if assignment is not None:
+            index.setdefault(assignment.node_id, set()).add(sub_id)
+    _put_or_pop(snap.assignments, sub_id, assignment)
 
 
 def _put_or_pop(table: dict[str, T], key: str, value: T | None) -> None:
