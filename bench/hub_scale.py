@@ -111,11 +111,21 @@ def hub(db_url: str, routing: str, join_url: str, changes: int, cycles: int, con
     state = PollerState()
     # and its keepalives, as a leading scheduler sends them (the farm's nodes detach like real spawns)
     from blackwidow import keepalive
-    keeping, stop_keeping = keepalive.start(config, USER_AGENT, lambda: state.live_urls)
+    rounds = {"last": time.monotonic(), "max_gap": 0.0, "failed": 0}
+
+    def keepalive_round(sent: int, failed: int) -> None:
+        # the longest wait between two finished keepalive rounds, and the keepalives that failed, per tick
+        now = time.monotonic()
+        rounds["max_gap"] = max(rounds["max_gap"], now - rounds["last"])
+        rounds["last"] = now
+        rounds["failed"] += failed
+
+    keeping, stop_keeping = keepalive.start(config, USER_AGENT, lambda: state.live_urls, keepalive_round)
 
     def tick(phase: str) -> None:
         client.reset()
         sql_s[0] = 0.0
+        rounds.update(max_gap=0.0, failed=0)
         r = poll_once(maker, client, config, state=state)
         rss, peak = _rss_mb()
         # the farm's running totals right after the tick: a node that detached or orphaned anything during
@@ -128,6 +138,8 @@ def hub(db_url: str, routing: str, join_url: str, changes: int, cycles: int, con
                           "detaches": farm.get("detaches", 0), "orphaned": farm.get("orphaned", 0),
                           "send_failures": r.send_failures, "dropped": r.dropped, "adopted": r.adopted,
                           "rss_mb": rss, "peak_mb": peak, "stages": r.stages,
+                          "keepalive_gap_s": rounds["max_gap"], "keepalive_failed": rounds["failed"],
+                          "farm_stall_s": farm.get("max_stall_s", 0.0),
                           "reasons": r.reasons}), flush=True)
 
     def floor(recorded_polls: dict[str, list]) -> None:
@@ -223,7 +235,8 @@ def run(nodes: int, subscriptions: int, routing: str, changes: int, cycles: int)
                     stages = " ".join(f"{k} {v:.1f}" for k, v in ticks[-1]["stages"].items())
                     print(f"hub_scale: {routing} {ticks[-1]['phase']}: {ticks[-1]['seconds']:.1f} s ({stages}; "
                           f"{ticks[-1]['reasons']}, detached {ticks[-1]['detaches']}, "
-                          f"orphaned {ticks[-1]['orphaned']})",
+                          f"orphaned {ticks[-1]['orphaned']}, keepalive gap {ticks[-1]['keepalive_gap_s']:.1f} s, "
+                          f"{ticks[-1]['keepalive_failed']} failed, farm stall {ticks[-1]['farm_stall_s']:.1f} s)",
                           file=sys.stderr, flush=True)
             if hub_proc.wait() != 0:
                 raise RuntimeError(f"the hub process exited with {hub_proc.returncode}")

@@ -13,8 +13,9 @@ Each node keeps a real spawn's timers (--detach-after, --orphan-after: the spawn
 (drops everything, new boot id) after that long without a hub call (poll, send or keepalive), and drops a
 subscription no poll has named for --orphan-after (keepalives refresh the last complete list polls named).
 GET {control}/stats answers {"PUT": n, "DELETE": n, "POST": n, "BATCH": n, "KEEPALIVE": n, "detaches": n,
-"orphaned": n, "subscriptions": n} (puts and drops applied, status polls, batch requests,
-keepalives, detaches, subscriptions dropped as orphans); POST resets counts;
+"orphaned": n, "subscriptions": n, "max_stall_s": s} (puts and drops applied, status polls, batch requests,
+keepalives, detaches, subscriptions dropped as orphans, the longest the farm's loop ran late since the last
+/stats); POST resets counts;
 POST {control}/load {url: [spec, ...]} installs specs directly (profiling a hub that has run a while).
 """
 import argparse
@@ -179,6 +180,9 @@ class Farm:
         self.auth = f"Bearer {secret}"
         self.nodes: list[SimNode] = []
         self.counts: Counter = Counter()
+        # the longest the farm's one loop was busy past a watchdog check, since the last /stats: a node
+        # that "detached" then may only have had a keepalive waiting unread (a real spawn answers on its own)
+        self.max_stall_s = 0.0
 
     def handle(self, node: SimNode | None, method: str, path: str, headers: dict,
                body: bytes) -> tuple[int, bytes]:
@@ -190,7 +194,9 @@ class Farm:
                         by_url[url].put(spec["id"], spec)
             elif method == "POST":
                 self.counts.clear()
-            stats = {**self.counts, "subscriptions": sum(len(n.subs) for n in self.nodes)}
+            stats = {**self.counts, "subscriptions": sum(len(n.subs) for n in self.nodes),
+                     "max_stall_s": self.max_stall_s}
+            self.max_stall_s = 0.0
             return 200, json.dumps(stats).encode()
         if headers.get("authorization") != self.auth:
             return 401, b'{"error": {"code": "unauthorized", "message": "bad node secret"}}'
@@ -243,8 +249,10 @@ class Farm:
 async def watch(farm: Farm, detach_after_s: float, orphan_after_s: float) -> None:
     """The spawns' watchdogs and orphan timers, checked every half second."""
     while True:
+        due = time.monotonic() + 0.5
         await asyncio.sleep(0.5)
         now = time.monotonic()
+        farm.max_stall_s = max(farm.max_stall_s, now - due)
         for node in farm.nodes:
             detached, orphaned = node.expire(now, detach_after_s, orphan_after_s)
             farm.counts["detaches"] += detached

@@ -3,14 +3,20 @@
 A spawn detaches (drops all its work) when it hears nothing from the hub for BW_DETACH_AFTER_S, and drops a
 subscription the hub has not named for BW_ORPHAN_AFTER_S. Ticks run one after another, and a reload, a
 placement or a first tick after a restart at scale can take longer than either. While this scheduler leads,
-a thread of its own tells every live node of the last snapshot that the hub is alive, every `interval_s`,
-whatever the tick is doing: a tiny POST /v1/keepalive, on its own HTTP session and threads. A keepalive
-refreshes what the node's last poll named; it never counts towards a node's liveness (polls do that).
+a process of its own tells every live node of the last snapshot that the hub is alive, every `interval_s`,
+whatever the tick is doing: a tiny POST /v1/keepalive, on its own HTTP session. A process, not a thread:
+a tick at a million subscriptions keeps the scheduler's interpreter lock busy for minutes (32 send threads
+encoding batches, passes over every row), and keepalive threads sharing it were late enough for spawns to
+detach. A thread of the scheduler only tells the process which nodes to keep alive when that changes, and
+relays its rounds to the metrics. A keepalive refreshes what the node's last poll named; it never counts
+towards a node's liveness (polls do that).
 """
 import logging
+import multiprocessing
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from multiprocessing.connection import Connection
 from typing import Callable, Mapping
 
 from blackwidow.spawn_client import SpawnClient, SpawnError
@@ -54,12 +60,77 @@ def run(client: SpawnClient, nodes: Callable[[], Mapping[str, str]], interval_s:
 
 def start(config: HubConfig, user_agent: str, nodes: Callable[[], Mapping[str, str]],
           on_round: Callable[[int, int], None] | None = None) -> tuple[threading.Thread, threading.Event]:
-    """The keepalive thread of a leading scheduler, on HTTP connections of its own with short timeouts (a
-    busy tick must not hold them up). Set the returned event to stop it."""
-    client = SpawnClient(make_session(user_agent, pool_size=MAX_WORKERS), config.node_secret, timeout=(1.0, 2.0))
+    """The keepalives of a leading scheduler, sent by a process of its own on HTTP connections of its own with
+    short timeouts (a busy tick must not hold them up). The returned thread, in this process, hands the
+    process `nodes()` whenever it changes and passes its rounds to `on_round`; set the returned event to stop
+    both (the process also stops when this one dies: its pipe closes)."""
+    interval_s = interval_for(config.poll_interval_s, config.detach_after_s, config.orphan_after_s)
+    context = multiprocessing.get_context("spawn")      # a fork would copy a scheduler's threads and locks
+    ours, theirs = context.Pipe()
+    process = context.Process(target=_serve, name="bw-keepalive", daemon=True,
+                              args=(theirs, config.node_secret, user_agent, interval_s))
+    process.start()
+    theirs.close()
     stop = threading.Event()
-    thread = threading.Thread(target=run, name="bw-keepalive", daemon=True, kwargs={
-        "client": client, "nodes": nodes, "stop": stop, "on_round": on_round,
-        "interval_s": interval_for(config.poll_interval_s, config.detach_after_s, config.orphan_after_s)})
+    thread = threading.Thread(target=_bridge, name="bw-keepalive", daemon=True,
+                              args=(ours, process, nodes, on_round, min(interval_s, 0.5), stop))
     thread.start()
     return thread, stop
+
+
+def _bridge(conn: Connection, process, nodes: Callable[[], Mapping[str, str]],
+            on_round: Callable[[int, int], None] | None, every_s: float, stop: threading.Event) -> None:
+    """In the scheduler: the node list out when it changes, the rounds in, until `stop`."""
+    sent: dict[str, str] | None = None
+    try:
+        while not stop.is_set():
+            targets = dict(nodes())
+            if targets != sent:
+                conn.send(targets)
+                sent = targets
+            while conn.poll(every_s if not stop.is_set() else 0):
+                rounds, failed = conn.recv()
+                if on_round is not None:
+                    on_round(rounds, failed)
+                if stop.is_set():
+                    break
+    except (EOFError, OSError):
+        logger.error("keepalive.process_lost")
+    finally:
+        try:
+            conn.send(None)
+        except (OSError, ValueError):
+            pass
+        process.join(10)
+        if process.is_alive():
+            process.terminate()
+        conn.close()
+
+
+def _serve(conn: Connection, secret: str, user_agent: str, interval_s: float) -> None:
+    """The keepalive process: rounds to the latest node list it was given, until told to stop or its
+    scheduler goes (the pipe closes)."""
+    client = SpawnClient(make_session(user_agent, pool_size=MAX_WORKERS), secret, timeout=(1.0, 2.0))
+    targets: list[dict[str, str]] = [{}]       # replaced whole, never changed in place: read by another thread
+    stop = threading.Event()
+
+    def listen() -> None:
+        try:
+            while True:
+                message = conn.recv()
+                if message is None:
+                    break
+                targets[0] = message
+        except (EOFError, OSError):
+            pass
+        stop.set()
+
+    threading.Thread(target=listen, name="bw-keepalive-listen", daemon=True).start()
+
+    def report(sent: int, failed: int) -> None:
+        try:
+            conn.send((sent, failed))
+        except (OSError, ValueError):
+            stop.set()
+
+    run(client, lambda: targets[0], interval_s, stop, on_round=report)

@@ -1,0 +1,97 @@
+"""The scheduler's keepalives come from a process of its own (blackwidow.keepalive): they reach every node it
+was told of, follow the node list when it changes, carry the node secret, and stop when told to or when the
+scheduler's process is gone."""
+import multiprocessing
+import os
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from blackwidow import keepalive
+from tests.fixtures.hub import hub_config
+
+
+class Node:
+    """A node that notes each call: (path, Authorization header)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str | None]] = []
+        node = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                self.rfile.read(length)
+                node.calls.append((self.path, self.headers.get("Authorization")))
+                body = b'{"node_id": "n", "boot_id": "b", "attached": true}'
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def count(self) -> int:
+        return len(self.calls)
+
+
+def wait(predicate, timeout_s: float = 15.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_keepalives_come_from_a_process_of_their_own_and_follow_the_node_list(sqlite_url):
+    config = hub_config(sqlite_url, BW_POLL_INTERVAL_S="0.3")      # a keepalive round every 0.3 s
+    a, b = Node(), Node()
+    nodes = {"a": a.url}
+    rounds: list[tuple[int, int]] = []
+    thread, stop = keepalive.start(config, "bw-test/1 (ops@example.org)", lambda: dict(nodes),
+                                   lambda sent, failed: rounds.append((sent, failed)))
+    try:
+        children = [p for p in multiprocessing.active_children() if p.name == "bw-keepalive"]
+        assert len(children) == 1 and children[0].pid != os.getpid()
+        assert wait(lambda: a.count() >= 2)
+        assert b.count() == 0
+        assert a.calls[0] == ("/v1/keepalive", f"Bearer {config.node_secret}")
+        nodes["b"] = b.url                       # a node joined: kept alive from the next rounds on
+        assert wait(lambda: b.count() >= 2)
+        del nodes["a"]
+        time.sleep(0.5)
+        left = a.count()
+        assert wait(lambda: b.count() >= 6)
+        assert a.count() <= left + 1             # at most a round already under way when the list changed
+        assert rounds and all(failed == 0 for _, failed in rounds)
+    finally:
+        stop.set()
+        thread.join(15)
+    assert not thread.is_alive()
+    assert not [p for p in multiprocessing.active_children() if p.name == "bw-keepalive"]
+    after = b.count()
+    time.sleep(1.0)
+    assert b.count() == after                    # stopped: nothing more is sent
+
+
+def test_a_keepalive_process_stops_when_its_scheduler_goes(sqlite_url):
+    """Its pipe closes with the scheduler: the process exits rather than keep nodes attached to nobody."""
+    context = multiprocessing.get_context("spawn")
+    ours, theirs = context.Pipe()
+    node = Node()
+    process = context.Process(target=keepalive._serve, args=(theirs, "s3cret", "bw-test/1 (ops@example.org)", 0.2),
+                              daemon=True)
+    process.start()
+    theirs.close()
+    ours.send({"n": node.url})
+    assert wait(lambda: node.count() >= 2)
+    ours.close()                                 # what the scheduler's death does to the pipe
+    process.join(10)
+    assert process.exitcode == 0
