@@ -8,6 +8,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from blackwidow import keepalive
+from tests.fixtures.http_replies import reply_json
 from tests.fixtures.hub import hub_config
 
 
@@ -23,12 +24,7 @@ class Node:
                 length = int(self.headers.get("Content-Length") or 0)
                 self.rfile.read(length)
                 node.calls.append((self.path, self.headers.get("Authorization")))
-                body = b'{"node_id": "n", "boot_id": "b", "attached": true}'
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                reply_json(self, b'{"node_id": "n", "boot_id": "b", "attached": true}')
 
             def log_message(self, *args):
                 pass

@@ -15,6 +15,7 @@ from spawn.mediawiki import AddressRefused, MediaWikiClient
 from spawn.source import DataSource
 from spawn.subscriber import Subscriber
 from spawn.wiki_session import InternalAddress, wiki_session
+from tests.fixtures.http_replies import reply_json
 from tests.unit.spawn.fakes import FakeBatcher, MemoryStore
 
 UA = "BlackWidow-tests/0 (test@example.org)"
@@ -41,12 +42,7 @@ class Server:
                     self.send_header("Content-Length", "0")
                     self.end_headers()
                     return
-                body = b'{"batchcomplete": true}'
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                reply_json(self, b'{"batchcomplete": true}')
 
             def log_message(self, *args):
                 pass
