@@ -17,21 +17,21 @@ HARD = "hard"
 SOFT = "soft"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Put:
     node_id: str
     spec: SubscriptionSpec
     reason: str      # new | moved | missing | changed | failed | unacked | unverified
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Drop:
     node_id: str
     subscription_id: str
     reason: str      # moved | stale | failed (dropped to be put again)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Adopt:
     """The node already runs the desired spec: record it as acknowledged, send nothing."""
     node_id: str

@@ -21,7 +21,7 @@ logger = logging.getLogger(__name__)
 BATCH_SIZE = 500
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Outcome:
     action: reload.Put | reload.Drop
     ok: bool

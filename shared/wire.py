@@ -191,7 +191,7 @@ class Lease:
                    expires_at=None if expires_at is None else float(expires_at))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LeaseStatus:
     """Spawn -> hub: the lease a subscriber applies. `synced`: its count was checked against the
     revision store after this generation arrived (so it includes every other writer's revisions).
@@ -213,7 +213,7 @@ class LeaseStatus:
                    caught_up=required(body, "caught_up", bool, optional=True, default=False))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SubscriptionStatus:
     id: str
     state: str
