@@ -30,6 +30,9 @@ class SchedulerMetrics:
                                  "them, recorded without a send", registry=r)
         self.nodes_removed = Counter("bw_hub_nodes_removed", "Nodes marked dead after consecutive failed polls",
                                      registry=r)
+        self.ticks = Counter("bw_hub_ticks", "Ticks by what they looked at: scoped (only what changed since the "
+                             "last one) or whole (every subscription)", ["scope"], registry=r)
+        self.tick_looked_at = Gauge("bw_hub_tick_looked_at", "Subscriptions the last tick looked at", registry=r)
         self.tick_errors = Counter("bw_hub_tick_errors", "Ticks that failed to record their outcome", registry=r)
         self.live_nodes = Gauge("bw_hub_live_nodes", "Live nodes after the last tick", registry=r)
         self.leader = Gauge("bw_hub_scheduler_leader", "1 while this scheduler process holds the lock", registry=r)

@@ -91,6 +91,7 @@ class TickResult:
     # wall seconds per stage (load, grants, polls, decide, sends, record): where a long tick went
     stages: Mapping[str, float] = field(default_factory=dict)
     reasons: Mapping[str, int] = field(default_factory=dict)     # puts and drops by reason (reload.Plan)
+    looked_at: int | None = None     # subscriptions a scoped tick looked at (None: every one; tick_scope)
 
 
 @without_cyclic_gc
@@ -209,8 +210,10 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
                         sent=sum(o.ok for o in puts), send_failures=sum(not o.ok for o in puts),
                         dropped=sum(o.ok for o in drops), drop_failures=sum(not o.ok for o in drops),
                         adopted=len(plan.adopts), seconds=time.monotonic() - started, stages=stages.seconds,
-                        reasons=plan.reasons)
+                        reasons=plan.reasons, looked_at=len(scope) if scope is not None else None)
     metrics.tick_seconds.observe(result.seconds)
+    metrics.ticks.labels("whole" if scope is None else "scoped").inc()
+    metrics.tick_looked_at.set(len(snap.subscriptions) if scope is None else len(scope))
     logger.debug("tick.done", extra=vars(result))
     return result
 

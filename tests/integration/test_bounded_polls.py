@@ -2,9 +2,11 @@
 subscriptions than one poll request names (BW_POLL_PAGE_IDS=3) or one answer reports (BW_REPORT_PAGE_ITEMS=2).
 Every poll succeeds, no subscription is dropped as an orphan however often the orphan timeout runs out, and after
 the spawn restarts the hub's paged polls put everything back (docs/coordination.md, "Bounded polls")."""
+import re
 import time
 
 import pytest
+import requests
 
 from blackwidow.poller import poll_once
 from tests.integration.coordination_support import (  # noqa: F401 - fixtures
@@ -26,6 +28,13 @@ def start_spawn(hub, run_dir, port: int, tag: str) -> LoggedProcess:
                          run_dir / f"spawn-{tag}.log")
 
 
+def ticks(metrics_port: int) -> dict[str, float]:
+    """The scheduler's ticks so far, by scope (bw_hub_ticks_total)."""
+    text = requests.get(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5).text
+    found = dict(re.findall(r'^bw_hub_ticks_total\{scope="(\w+)"\} (\S+)$', text, re.MULTILINE))
+    return {scope: float(found.get(scope, 0)) for scope in ("scoped", "whole")}
+
+
 def all_on(hub, node_id: str) -> bool:
     subs = hub.subscriptions()
     return len(subs) == SUBSCRIPTIONS and all(s["node"] == node_id and s["state"] in ACTIVE for s in subs)
@@ -34,7 +43,9 @@ def all_on(hub, node_id: str) -> bool:
 def test_a_node_holding_more_than_one_bounded_poll_stays_live_orphans_nothing_and_recovers(
         postgres_url, mediawiki, tmp_path):
     hub = make_hub(new_schema_url(postgres_url, "paged"), tmp_path)
-    hub.env.update({"BW_POLL_PAGE_IDS": "3", "BW_REPORT_PAGE_ITEMS": "2", "BW_ORPHAN_AFTER_S": str(ORPHAN_S)})
+    metrics_port = free_port()
+    hub.env.update({"BW_POLL_PAGE_IDS": "3", "BW_REPORT_PAGE_ITEMS": "2", "BW_ORPHAN_AFTER_S": str(ORPHAN_S),
+                    "BW_SCHEDULER_METRICS_PORT": str(metrics_port)})
     port = free_port()
     node = None
     try:
@@ -55,6 +66,12 @@ def test_a_node_holding_more_than_one_bounded_poll_stays_live_orphans_nothing_an
         assert "node.poll_failed" not in hub.scheduler.events()
         [row] = hub.nodes()
         assert row["state"] == "live" and row["subscriptions"] == SUBSCRIPTIONS
+        # the steady ticks looked only at what the spawn's report deltas said changed (docs/coordination.md,
+        # "Steady ticks"); its restart below makes a whole one
+        before = ticks(metrics_port)
+        time.sleep(3 * 2.0)
+        after = ticks(metrics_port)
+        assert after["scoped"] - before["scoped"] >= 2 and after["whole"] == before["whole"], (before, after)
 
         node.stop()
         node = start_spawn(hub, tmp_path, port, "second")     # same address: same node id, a new boot id
@@ -65,6 +82,7 @@ def test_a_node_holding_more_than_one_bounded_poll_stays_live_orphans_nothing_an
         assert all_on(hub, node_id)
         assert "subscriber.orphaned" not in node.events()
         assert hub.live_nodes() == [node_id]
+        assert ticks(metrics_port)["whole"] > after["whole"]
     finally:
         if node is not None:
             node.stop()
