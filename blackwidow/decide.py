@@ -161,7 +161,8 @@ def settle(snap: Snapshot, decision: Decision, outcomes: list[Outcome], now: dat
 
 def status_changes(snap: Snapshot, reports: Mapping[str, StatusReport]) -> dict[str, dict]:
     """Reported state and counters, taken only from the node the subscription is assigned to (a copy still
-    being dropped elsewhere must not overwrite them). A state this version does not know is not copied."""
+    being dropped elsewhere must not overwrite them), of the subscriptions whose row they change. A state
+    this version does not know is not copied."""
     changes: dict[str, dict] = {}
     for node_id, report in reports.items():
         for reported in report.subscriptions:
@@ -210,7 +211,9 @@ def _reported_values(snap: Snapshot, node_id: str, reported: SubscriptionStatus)
     if reported.state in NODE_REPORTED:
         values["state"] = reported.state
         values["last_error"] = reported.last_error
-    return values
+    # a status that changes nothing is left out: at a million subscriptions a whole report mostly says
+    # what the rows already hold, and a dict per row is a gigabyte
+    return None if all(getattr(sub, column) == value for column, value in values.items()) else values
 
 
 def failed_resend_due(assignment: AssignmentView | None, now: datetime, rules: Rules) -> bool:
