@@ -282,7 +282,7 @@ def report(args, results: dict[tuple[int, str], list[dict]]) -> None:
     print(heading(5, f"Hub scale: {args.nodes:,} spawns, " + " and ".join(f"{n:,}" for n in sizes)
                   + " subscriptions"))
     print(f"`poll_once` on PostgreSQL, in a hub process of its own with the scheduler's HTTP client "
-          f"settings and its keepalive thread, against {args.nodes:,} simulated spawns (`bench.spawn_farm`: one "
+          f"settings and its keepalive process, against {args.nodes:,} simulated spawns (`bench.spawn_farm`: one "
           f"asyncio process, a real HTTP port per node, answering as spawns do, with the real spawn's 15 s "
           f"detach and 20 s orphan timers). Each row is one tick. *Polls*: wall time from "
           f"the tick's first status poll to the end of its last; *sends*: the same for the requests carrying "
