@@ -13,6 +13,7 @@ from typing import Callable, Sequence
 from shared.revisions.model import Revision
 from spawn.mediawiki import MAX_TITLES, Cancelled, MediaWikiClient, MediaWikiError, PageInfo
 from spawn.upstream_budget import FRESH, Demand
+from spawn.worker_thread import running
 
 logger = logging.getLogger(__name__)
 
@@ -105,11 +106,7 @@ class RevisionFetcher:
 
     def _ensure_thread(self) -> None:
         with self._cond:
-            if self._thread is None or not self._thread.is_alive():
-                self._stop.clear()
-                self._thread = threading.Thread(target=self._run, name=f"nudge-fetch-{self.client.host}",
-                                                daemon=True)
-                self._thread.start()
+            self._thread = running(self._thread, self._stop, self._run, f"nudge-fetch-{self.client.host}")
 
     def _run(self) -> None:
         while not self._stop.is_set():

@@ -17,6 +17,7 @@ from typing import Callable, Sequence
 
 from spawn.mediawiki import MAX_TITLES, MediaWikiClient, MediaWikiError
 from spawn.upstream_budget import FRESH, Demand
+from spawn.worker_thread import running
 
 logger = logging.getLogger(__name__)
 
@@ -144,11 +145,7 @@ class RevisitBatcher:
 
     def _ensure_thread(self) -> None:
         with self._cond:
-            if self._thread is None or not self._thread.is_alive():
-                self._stop.clear()
-                self._thread = threading.Thread(target=self._run, name=f"revisit-{self.client.host}",
-                                                daemon=True)
-                self._thread.start()
+            self._thread = running(self._thread, self._stop, self._run, f"revisit-{self.client.host}")
 
     def _run(self) -> None:
         while not self._stop.is_set():
