@@ -58,6 +58,13 @@ class Demand:
         return self.fresh.get(tenant, 0) + self.backfill.get(tenant, 0)
 
 
+def fresh_turns(demand: Mapping[str, Demand]) -> frozenset[str]:
+    """The nodes taking turns at the slot for freshness (Demand.fresh_turn), one rule for allocate() and
+    give_back_asks()."""
+    fresh_anywhere = any(d.has_fresh for d in demand.values())
+    return frozenset(n for n, d in demand.items() if d.fresh_turn(fresh_anywhere))
+
+
 @dataclass(frozen=True)
 class IdentityState:
     id: str                        # the wiki host
@@ -192,7 +199,7 @@ def allocate(state: IdentityState, demand: Mapping[str, Demand], weights: Mappin
     tenant_targets = _tenant_targets(shares)
     tenant_received = tenant_slot_time(demand, holds, split, tenant_targets, per_slot, now)
     writes: dict[tuple[int, float], Hold] = {}
-    fresh_anywhere = any(d.has_fresh for d in demand.values())
+    turns = fresh_turns(demand)
 
     def last_of(slot: int) -> Hold | None:
         return max((h for h in holds if h.slot == slot), key=lambda h: h.end, default=None)
@@ -219,8 +226,7 @@ def allocate(state: IdentityState, demand: Mapping[str, Demand], weights: Mappin
                 writes[(slot, reader.start)] = reader
             continue
         deficit = _deficits(options, targets, received, split, tenant_received, tenant_targets)
-        waiting = [n for n in options if demand[n].fresh_turn(fresh_anywhere)
-                   and not any(h.node == n and h.end > now for h in holds)]
+        waiting = [n for n in options if n in turns and not any(h.node == n and h.end > now for h in holds)]
         # a node that has just given its turn back goes after the others waiting: turns go round
         waiting = [n for n in waiting if n not in rested] or waiting
         best = max(waiting or options, key=lambda n: (deficit[n], -stable_hash(n)))
@@ -255,8 +261,8 @@ def give_back_asks(holds: Sequence[Hold], demand: Mapping[str, Demand], now: flo
     and the waiting node gets the slot one handover gap later instead of at the end of the hold."""
     def holds_nothing(node: str) -> bool:
         return not any(h.node == node and h.end > now for h in holds)
-    fresh_anywhere = any(d.has_fresh for d in demand.values())
-    hungry = [n for n, d in demand.items() if d.fresh_turn(fresh_anywhere) and holds_nothing(n)]
+    turns = fresh_turns(demand)
+    hungry = [n for n in demand if n in turns and holds_nothing(n)]
     wanting = any(d.sources and holds_nothing(n) for n, d in demand.items())
     until: dict[str, float] = {}
     for h in holds:
@@ -265,7 +271,7 @@ def give_back_asks(holds: Sequence[Hold], demand: Mapping[str, Demand], now: flo
     idle = {n for n in until if n not in demand or not demand[n].sources}
     if not wanting:
         return frozenset()
-    rank = sorted(until.keys() - idle, key=lambda n: (demand[n].fresh_turn(fresh_anywhere), -until[n], n))
+    rank = sorted(until.keys() - idle, key=lambda n: (n in turns, -until[n], n))
     return frozenset(idle | set(rank[:len(hungry)]))
 
 
