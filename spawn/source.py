@@ -20,8 +20,8 @@ import logging
 import queue
 import threading
 import time
-from dataclasses import replace
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from typing import Callable, Iterable, Iterator
 
