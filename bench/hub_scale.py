@@ -288,7 +288,11 @@ def report(args, results: dict[tuple[int, str], list[dict]]) -> None:
           f"the tick's first status poll to the end of its last; *sends*: the same for the requests carrying "
           f"puts and drops (`POST /v1/subscriptions`, each node's drops then puts, up to {BATCH_SIZE} per "
           f"request, nodes concurrently); *requests*: how many of those; *SQL*: time spent in the database "
-          f"driver's execute calls; *detached*, *orphaned*: the farm's totals right after the tick. Soft "
+          f"driver's execute calls; *detached*, *orphaned*: the farm's totals right after the tick; "
+          f"*keepalive gap*: the longest wait between two finished rounds of the hub's keepalives during the "
+          f"tick (a node detaches after 15 s without hearing the hub); *farm stall*: the longest the farm's "
+          f"one event loop ran late during the tick (a farm too busy to read its keepalives would detach nodes "
+          f"a real spawn would not). Soft "
           f"reload: {args.changes:,} subscriptions get a new quota (as the admin API does), then one tick. "
           f"Hard reload: one node joins, then one tick. The first poll after the placement also records the "
           f"counters the nodes report for the first time. Hub and spawns share the machine's 2 cores.\n")
@@ -298,10 +302,12 @@ def report(args, results: dict[tuple[int, str], list[dict]]) -> None:
             rows.append((f"{size:,}", routing, t["phase"], f"{t['seconds']:.2f}", f"{t['poll_s']:.2f}",
                          f"{t['send_s']:.2f}", f"{t['sql_s']:.2f}", t["requests"], t["polled"],
                          t["kind"] or "-", t["sent"], t["dropped"], t["send_failures"] + t["failed"],
-                         f"{t['rss_mb']:.0f}", t["detaches"], t["orphaned"]))
+                         f"{t['rss_mb']:.0f}", t["detaches"], t["orphaned"], f"{t['keepalive_gap_s']:.1f}",
+                         f"{t['farm_stall_s']:.1f}"))
     print(table(("subscriptions", "routing", "tick", "seconds", "polls (s)", "sends (s)", "SQL (s)", "requests",
-                 "nodes polled", "reload", "puts", "drops", "failures", "hub RSS MB", "detached", "orphaned"),
-                rows, right=range(3, 16)))
+                 "nodes polled", "reload", "puts", "drops", "failures", "hub RSS MB", "detached", "orphaned",
+                 "keepalive gap (s)", "farm stall (s)"),
+                rows, right=range(3, 18)))
     print()
     for (size, routing), ticks in results.items():
         goal = goals(size)
