@@ -218,14 +218,16 @@ def record_node_polls(session: Session, at: datetime, ok: Mapping[str, str],
 
 
 def lock_existing_subscriptions(session: Session, ids: Iterable[str]) -> set[str]:
-    """Of `ids`, those still present; on PostgreSQL their rows stay locked until commit, so a
-    concurrent delete cannot strand an assignment row mid-transaction."""
+    """Of `ids`, those still present; on PostgreSQL their rows stay key-share locked until commit, so a
+    concurrent delete cannot strand an assignment row mid-transaction. A key-share lock, not FOR UPDATE:
+    a tick that moves a million subscriptions writes for minutes, and the admin API's updates of those rows
+    (a PATCH, a re-enable) must not wait for it; the tick's own updates skip a row changed meanwhile."""
     ids = sorted(set(ids))
     present: set[str] = set()
     for start in range(0, len(ids), 500):
         chunk = ids[start:start + 500]
         present.update(session.scalars(sa.select(Subscription.id).where(Subscription.id.in_(chunk))
-                                       .order_by(Subscription.id).with_for_update()))
+                                       .order_by(Subscription.id).with_for_update(read=True, key_share=True)))
     return present
 
 

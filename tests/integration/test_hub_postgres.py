@@ -3,9 +3,12 @@ and a duplicate created concurrently by two transactions ends as a 409 rather th
 import threading
 
 import pytest
+import sqlalchemy as sa
+from sqlalchemy.exc import OperationalError
 
 from blackwidow import store, title_lists, validation
 from blackwidow.models import SchedulerEpoch, Subscription, utcnow
+from blackwidow.store import coordination
 from shared.errors import Conflict
 from tests.fixtures.hub import LOCAL_WIKI, NODE, api_client, hub_config
 # a migrated schema of its own, and clean tables per test
@@ -121,3 +124,24 @@ def test_concurrent_lists_sharing_a_title_end_in_a_conflict_then_a_report(maker)
         again = store.create_pages(session, request("Theirs", "shared"))
     assert [(c["index"], c["title"]) for c in again["created"]] == [(0, "Theirs")]
     assert [(r["index"], r["reason"]) for r in again["refused"]] == [(1, "already_subscribed")]
+
+
+def test_the_ticks_row_locks_hold_off_deletes_not_admin_updates(db_url, maker):  # noqa: F811
+    """The tick's lock on the subscriptions it writes (store.lock_existing_subscriptions) keeps a delete from
+    stranding an assignment row, and lets a PATCH of the same rows through while the tick's transaction runs."""
+    api = api_client(hub_config(db_url), maker)
+    tenant = api.simulate_post("/v1/tenants", json={"name": "pg-locks", "quota": None}).json
+    ids = [api.simulate_post("/v1/subscriptions", json={"tenant_id": tenant["id"], "wiki": LOCAL_WIKI,
+                                                        "title": f"Locked {i}"}).json["id"] for i in range(2)]
+    with maker.begin() as tick:
+        assert coordination.lock_existing_subscriptions(tick, ids) == set(ids)
+        with maker.begin() as admin:
+            admin.execute(sa.text("SET LOCAL lock_timeout = '2s'"))
+            admin.execute(sa.update(Subscription).where(Subscription.id == ids[0]).values(quota=9))
+        with pytest.raises(OperationalError, match="lock timeout"):
+            with maker.begin() as admin:
+                admin.execute(sa.text("SET LOCAL lock_timeout = '500ms'"))
+                admin.execute(sa.delete(Subscription).where(Subscription.id == ids[1]))
+    with maker.begin() as session:
+        rows = {s.id: s.quota for s in session.scalars(sa.select(Subscription))}
+    assert rows == {ids[0]: 9, ids[1]: None}
