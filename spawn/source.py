@@ -100,10 +100,6 @@ class DataSource:
         self._revisit_soon = False      # the feed cannot vouch for a span: ask the revisit batcher soon
         self._pass_wanted = False       # a nudge that needs a pass of its own
         self._recheck_revs: set[int] = set()    # revisions whose visibility changed on the wiki: read them again
-        # what the RevisionFetcher read of those (with other pages', 50 a request), and the visibility nudges so
-        # far: an answer to an earlier nudge may predate a later change and is not used
-        self._rechecked: dict[int, Revision] = {}
-        self._visibility_nudges = 0
         self._announced: list[Revision] = []    # fetched by the RevisionFetcher: the next harvest's first batch
 
     # -- subscribers (called by the registry under its lock) -------------------------------
@@ -167,25 +163,14 @@ class DataSource:
                 self._verify_now = self._verify_now or kind == HISTORY
                 if kind == VISIBILITY:
                     self._recheck_revs.update(rev_ids)
-                    self._visibility_nudges += 1
-                    for rev_id in rev_ids:          # read before this change: read again
-                        self._rechecked.pop(rev_id, None)
-            nudges = self._visibility_nudges
             page = self.page
             # a caught-up page's new revisions come with other pages' in one request (spawn.nudge_fetch)
             fetch = kind == REVISIONS and rev_ids and self.fetcher is not None and page is not None and \
                 self.complete and not self.deleted and self._log is not None
-            # and so do the revisions whose fields were hidden or shown
-            recheck = kind == VISIBILITY and rev_ids and self.fetcher is not None and page is not None and \
-                not self.deleted
         if fetch:
             assert self.fetcher is not None and page is not None
             self.fetcher.fetch(self.key, page, rev_ids, content=self._need()[1], tenants=self._tenants(),
                                deliver=self._fetched)
-        elif recheck:
-            assert self.fetcher is not None and page is not None
-            self.fetcher.fetch(self.key + "#visibility", page, rev_ids, content=False, tenants=self._tenants(),
-                               deliver=lambda found: self._visibility_fetched(nudges, found))
         else:
             self._wake.set()
 
@@ -193,15 +178,6 @@ class DataSource:
         """The RevisionFetcher's answer to a nudge: the next pass starts from them when they follow on."""
         with self._lock:
             self._announced.extend(revisions or ())
-        self._wake.set()
-
-    def _visibility_fetched(self, nudges: int, revisions: list[Revision] | None) -> None:
-        """The RevisionFetcher's answer to the visibility nudges up to the `nudges`th: the next pass compares
-        these revisions instead of reading them itself, unless another visibility nudge came since (its own
-        answer follows) or a pass already read them. What it did not bring the pass reads as before."""
-        with self._lock:
-            if revisions is not None and nudges == self._visibility_nudges:
-                self._rechecked.update((r.rev_id, r) for r in revisions if r.rev_id in self._recheck_revs)
         self._wake.set()
 
     @property
@@ -469,19 +445,16 @@ class DataSource:
         self._checked_at, self.proven = now, found.complete_after_repair
 
     def _recheck_visibility(self) -> None:
-        """Revision deletion named these revisions: read them again (what the RevisionFetcher has not read
-        already, 50 a request, never the whole history) and hide or show their stored fields as the wiki now
-        does. A comparison of the whole history due in this pass covers them instead."""
+        """Revision deletion named these revisions: read them again (50 a request, never the whole history)
+        and hide or show their stored fields as the wiki now does. A comparison of the whole history due in
+        this pass covers them instead."""
         with self._lock:
             revs, self._recheck_revs = self._recheck_revs, set()
-            fetched, self._rechecked = {r: self._rechecked[r] for r in revs if r in self._rechecked}, {}
         if not revs or self._verify_now or self.deleted:
             return
         try:
             host, page_id = self.client.host, self.resolved.page_id
-            unread = revs - fetched.keys()
-            on_wiki = list(fetched.values()) + \
-                (self.client.revisions_by_id(self.resolved, unread, **self._kw()) if unread else [])
+            on_wiki = self.client.revisions_by_id(self.resolved, revs, **self._kw())
             stored = [r for r in self.store.history(host, page_id) if r.rev_id in revs]
             where = {"title": self.title, "page_id": page_id, "wiki": host}
             shown = self._apply_visibility(completeness.visibility(stored, on_wiki), where)

@@ -5,7 +5,7 @@ from dataclasses import replace
 
 import pytest
 
-from shared.feed_wire import HISTORY, REVISIONS, VISIBILITY
+from shared.feed_wire import REVISIONS, VISIBILITY
 from spawn.mediawiki import MAX_TITLES, BadResponse, PageInfo
 from spawn.metrics import SpawnMetrics
 from spawn.nudge_fetch import RevisionFetcher, _Want, chain, rounds
@@ -116,53 +116,5 @@ def test_other_nudges_and_pages_not_caught_up_wake_the_source_as_before():
     src.nudge(REVISIONS, [104])                      # not caught up yet: nothing to continue from
     src.run_once()
     assert fetcher.fetch_pending() == 0
-    src.nudge(HISTORY)
+    src.nudge(VISIBILITY, [101])
     assert fetcher.fetch_pending() == 0
-
-
-def hide_comment(history, rev_id):
-    return [replace(r, comment=None, comment_hidden=True) if r.rev_id == rev_id else r for r in history]
-
-
-def test_revisions_whose_fields_were_hidden_are_read_with_other_pages_not_one_request_each():
-    src, sub, wiki, fetcher = source_with_fetcher(REVS)
-    src.run_once()
-    wiki.history = hide_comment(REVS, 102)
-    wiki.calls.clear()
-    src.nudge(VISIBILITY, [102])
-    assert not src.settled
-    assert fetcher.fetch_pending() == 1
-    src.run_once()
-    assert src.store.rows[(wiki.host, 102)].comment_hidden and src.store.rows[(wiki.host, 102)].comment is None
-    calls = [c[0] for c in wiki.calls]
-    assert calls.count("of_pages") == 1 and "by_id" not in calls and src.settled
-
-
-@pytest.mark.parametrize("case", ["the fetch failed", "a pass ran before the answer",
-                                  "hidden again after the fetch was sent"])
-def test_a_visibility_recheck_reads_the_revisions_itself_when_the_fetcher_cannot_vouch_for_them(case):
-    src, sub, wiki, fetcher = source_with_fetcher(REVS)
-    src.run_once()
-    wiki.history = hide_comment(REVS, 102)
-    wiki.calls.clear()
-    src.nudge(VISIBILITY, [102])
-    if case == "the fetch failed":
-        wiki.fail = BadResponse("broken")
-        fetcher.fetch_pending()
-        wiki.fail = None
-    elif case == "a pass ran before the answer":
-        src.run_once()                               # woken by something else: reads 102 itself
-        fetcher.fetch_pending()                      # the answer comes after it, and is not needed
-    else:
-        sent = fetcher._wants.copy()
-        fetcher._wants.clear()                       # the round took the want and sent its request ...
-        src.nudge(VISIBILITY, [102])                 # ... when the comment was hidden again, and shown
-        wiki.history = REVS
-        for want in sent.values():                   # the first answer still shows it hidden: too old
-            want.deliver([r for r in hide_comment(REVS, 102) if r.rev_id in want.rev_ids])
-        fetcher._wants.clear()
-    src.run_once()
-    row = src.store.rows[(wiki.host, 102)]
-    expected_hidden = case != "hidden again after the fetch was sent"
-    assert row.comment_hidden is expected_hidden and (row.comment is None) is expected_hidden, case
-    assert "by_id" in [c[0] for c in wiki.calls]
