@@ -10,6 +10,7 @@ from no cursor asks for a new report). docs/coordination.md, "Bounded polls".
 from dataclasses import dataclass, field, replace
 from typing import Collection, Container, Iterable, Mapping, Sequence
 
+from blackwidow.reload import copies
 from blackwidow.store.coordination import AssignmentView, SubscriptionView
 from shared.feed_wire import FeedDuty, Nudge
 from shared.wire import Budget, Lease, Poll, PollPage, ReportPage, StatusReport, SubscriptionStatus
@@ -49,14 +50,9 @@ def named(assignments: Mapping[str, AssignmentView], reported: Mapping[str, Coll
     def elsewhere(node_id: str, sub_id: str) -> bool:
         return sub_id in existing and ((a := assignments.get(sub_id)) is None or a.node_id != node_id)
 
-    if candidates is not None and len(candidates) * len(reported) <= sum(len(ids) for ids in reported.values()):
-        copies = ((node_id, [sid for sid in candidates if sid in ids]) for node_id, ids in reported.items())
-    else:
-        copies = ((node_id, list(ids)) for node_id, ids in reported.items())
-    for node_id, ids in copies:
-        extra = [sub_id for sub_id in ids if elsewhere(node_id, sub_id)]
-        if extra:
-            lists.setdefault(node_id, []).extend(extra)
+    for node_id, sub_id in copies(reported, candidates):
+        if elsewhere(node_id, sub_id):
+            lists.setdefault(node_id, []).append(sub_id)
     return lists
 
 

@@ -126,7 +126,7 @@ def plan(desired: Mapping[str, tuple[str, SubscriptionSpec]],
                 puts.append(Put(node, spec, reason))
             elif status is not None and acked.get(sub_id) != node and status.state != "failed":
                 adopts.append(Adopt(node, sub_id))
-    for node, sub_id in _copies(reported, only):
+    for node, sub_id in copies(reported, only):
         want = desired.get(sub_id)
         if want is None:
             drops.append(Drop(node, sub_id, "stale"))
@@ -142,10 +142,10 @@ def plan(desired: Mapping[str, tuple[str, SubscriptionSpec]],
     return Plan(kind, tuple(puts), tuple(drops), tuple(adopts))
 
 
-def _copies(reported: Mapping[str, Mapping[str, SubscriptionStatus]],
-            only: Collection[str] | None) -> Iterator[tuple[str, str]]:
+def copies(reported: Mapping[str, Collection[str]], only: Collection[str] | None) -> Iterator[tuple[str, str]]:
     """(node, sub_id) of every reported copy, in (node, subscription) order; of the ids in `only` alone when
-    given: a lookup per id and node, or a pass over every copy when that costs less."""
+    given: a lookup per id and node, or a pass over every copy when that costs less. The one place for that
+    choice: the plan's drops and the poll lists (blackwidow.poll_pages.named) both look for copies so."""
     if only is not None and len(only) * len(reported) <= sum(len(on_node) for on_node in reported.values()):
         ids = sorted(only)
         for node in sorted(reported):
