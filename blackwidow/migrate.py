@@ -37,6 +37,13 @@ def upgrade(database_url: str, revision: str = "head") -> None:
         engine.dispose()
 
 
+def head() -> str | None:
+    """The revision `upgrade` brings a database to: the newest in this package's migrations."""
+    from alembic.script import ScriptDirectory
+
+    return ScriptDirectory.from_config(alembic_config("")).get_current_head()
+
+
 def current(database_url: str) -> str | None:
     """The revision the database is at, or None before the first migration."""
     from alembic.runtime.migration import MigrationContext

@@ -15,7 +15,7 @@ from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.blocking import BlockingScheduler
 from prometheus_client import start_http_server
 
-from blackwidow import fencing, keepalive, leadership
+from blackwidow import fencing, keepalive, leadership, migrate
 from blackwidow.db import make_sessionmaker
 from blackwidow.metrics import SchedulerMetrics
 from blackwidow.poller import PollerState, poll_once
@@ -73,7 +73,33 @@ def _step_down(sessionmaker, lock, state: PollerState, stop: threading.Event) ->
         lock.release()
 
 
+def wait_for_schema(database_url: str, stop: threading.Event, interval_s: float) -> bool:
+    """Wait until the database is at this package's migration head; False if stopped first.
+
+    `blackwidow serve` migrates as it starts, and the scheduler usually starts beside it: acting on a
+    schema still being created (or one an older or newer release left) would fail every tick."""
+    want = migrate.head()
+    logged: tuple | None = None
+    while not stop.is_set():
+        try:
+            have = migrate.current(database_url)
+        except Exception as exc:           # database not up yet: the same wait, a different reason
+            have, reason = None, f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
+        else:
+            if have == want:
+                return True
+            reason = "not migrated"
+        if logged != (have, reason):
+            logger.warning("scheduler.waiting_for_schema",
+                           extra={"expected": want, "current": have, "reason": reason})
+            logged = (have, reason)
+        stop.wait(interval_s)
+    return False
+
+
 def serve(config: HubConfig, stop: threading.Event, metrics: SchedulerMetrics) -> None:
+    if not wait_for_schema(config.database_url, stop, config.poll_interval_s):
+        return
     sessionmaker = make_sessionmaker(config.database_url)
     lock = leadership.make_lock(sessionmaker, lease_ttl_s(config.poll_interval_s))
     client = SpawnClient(make_session(USER_AGENT, pool_size=32), config.node_secret)

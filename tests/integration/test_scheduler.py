@@ -100,6 +100,36 @@ def test_two_schedulers_on_sqlite_take_turns(tmp_path, spawns):
         maker.kw["bind"].dispose()
 
 
+def test_scheduler_started_before_the_migrations_waits_for_them(tmp_path, spawns, caplog):
+    # `blackwidow serve` migrates as it starts; a scheduler started beside it must not act on a
+    # half-made schema (each tick would fail) but lead once the schema is at head
+    url = f"sqlite:///{tmp_path / 'hub.db'}"
+    config = hub_config(url, BW_POLL_INTERVAL_S="0.2")
+    stop, metrics = threading.Event(), SchedulerMetrics()
+    thread = threading.Thread(target=serve, args=(config, stop, metrics), daemon=True)
+    with caplog.at_level("WARNING", logger="blackwidow.scheduler"):
+        thread.start()
+        try:
+            wait_for(lambda: any(r.msg == "scheduler.waiting_for_schema" for r in caplog.records), 5)
+            time.sleep(0.5)
+            assert not leading(metrics)
+            migrate.upgrade(url)
+            maker = make_sessionmaker(url)
+            doubles = spawns(1)
+            register(maker, doubles)
+            add_subscriptions(maker, 3)
+            wait_for(lambda: len(doubles[0].subs) == 3, 10)
+            assert leading(metrics)
+            maker.kw["bind"].dispose()
+        finally:
+            stop.set()
+            thread.join(5)
+    assert not thread.is_alive()
+    waits = [r for r in caplog.records if r.msg == "scheduler.waiting_for_schema"]
+    assert len(waits) == 1 and waits[0].expected == migrate.head() and waits[0].current is None
+    assert not [r for r in caplog.records if r.msg == "scheduler.tick_failed"]
+
+
 def scheduler_process(db_url: str, log: Path, **env) -> LoggedProcess:
     return LoggedProcess([sys.executable, "-m", "blackwidow.scheduler"],
                          {"BW_DATABASE_URL": db_url, "BW_NODE_SECRET": SECRET, "BW_ADMIN_TOKEN": "admin",
