@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Iterable, Mapping
 
-from shared.feed_wire import CHECK, REVISIONS, VISIBILITY, FeedDuty, FeedReport, Nudge, stronger
+from shared.feed_wire import CHECK, REVISIONS, VISIBILITY, FeedDuty, FeedReport, Hides, Nudge, joined, stronger
 from shared.hashing import source_uuid, stable_hash
 
 # Nudges one poll carries to one node (about 100 bytes each); the rest wait for the next poll
@@ -39,6 +39,7 @@ class WikiFeedState:
     covered_to: datetime | None = None
     pending: Mapping[str, Mapping[str | None, str]] = field(default_factory=dict)
     revs: Mapping[str, frozenset[int]] = field(default_factory=dict)    # {page key: revisions the changes named}
+    hides: Mapping[str, Hides] = field(default_factory=dict)            # {page key: fields revision deletion hid}
     blind: frozenset[str] = frozenset()     # page keys with a REVISIONS change that named none: read on
     reader: str | None = None
     reported_at: datetime | None = None
@@ -121,7 +122,8 @@ def outgoing(feeds: Mapping[str, WikiFeedState]) -> dict[str, tuple[Nudge, ...]]
     out: dict[str, list[Nudge]] = {}
     for wiki, state in sorted(feeds.items()):
         for node, keys in state.pending.items():
-            out.setdefault(node, []).extend(Nudge(wiki, kind, key, _named(state, key, kind))
+            out.setdefault(node, []).extend(Nudge(wiki, kind, key, _named(state, key, kind),
+                                                  state.hides.get(key, ()) if key is not None else ())
                                             for key, kind in keys.items())
     return {node: tuple(sorted(nudges, key=lambda n: n.key is not None)[:MAX_NUDGES_PER_POLL])
             for node, nudges in out.items()}
@@ -151,7 +153,7 @@ def delivered(state: WikiFeedState, sent: Mapping[str, Iterable[Nudge]], answere
             pending[node] = left
     wanted = {key for keys in pending.values() for key in keys}
     return replace(state, pending=pending, revs={k: v for k, v in state.revs.items() if k in wanted},
-                   blind=state.blind & wanted)
+                   hides={k: v for k, v in state.hides.items() if k in wanted}, blind=state.blind & wanted)
 
 
 def keys_of(report: FeedReport, wiki: str) -> set[str]:
@@ -167,6 +169,7 @@ def absorb(state: WikiFeedState, reader: str, report: FeedReport, holders: Mappi
     holding a subscription routed by it}, for the keys_of(report)."""
     pending = {node: dict(keys) for node, keys in state.pending.items()}
     revs = dict(state.revs)
+    hides = dict(state.hides)
     blind = set(state.blind)
     routed = state.read_to
     fresh = [c for c in report.changes if routed is None or _after(c.at, routed)]
@@ -180,6 +183,8 @@ def absorb(state: WikiFeedState, reader: str, report: FeedReport, holders: Mappi
                 revs[key] = revs.get(key, frozenset()) | frozenset(change.rev_ids)
             elif change.kind == REVISIONS:
                 blind.add(key)
+            if change.hide:
+                hides[key] = joined(hides.get(key, ()), change.hide)
     new_gaps = [g for g in report.gaps if (g.start, g.end) not in state.gaps_seen]
     if new_gaps:
         for node in nodes_of_wiki:
@@ -190,7 +195,7 @@ def absorb(state: WikiFeedState, reader: str, report: FeedReport, holders: Mappi
     covered = _parse_time(report.covered_to)
     if covered is not None and state.covered_to is not None and covered < state.covered_to:
         covered = state.covered_to
-    return replace(state, pending=pending, revs=revs, blind=frozenset(blind), read_to=read_to,
+    return replace(state, pending=pending, revs=revs, hides=hides, blind=frozenset(blind), read_to=read_to,
                    covered_to=covered or state.covered_to, reader=reader, reported_at=now, error=report.error,
                    requests=report.requests,
                    changes=state.changes + len(fresh),

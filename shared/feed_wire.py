@@ -23,6 +23,11 @@ CHECK = "check"             # the feed cannot vouch for a span (a gap): every pa
 KINDS = (REVISIONS, VISIBILITY, HISTORY, CHECK)
 # what one page's kinds come to: each does what the ones before it do
 _RANK = {REVISIONS: 0, VISIBILITY: 1, HISTORY: 2}
+HIDEABLE = ("content", "comment", "user")       # a revision's fields revision deletion can hide
+
+# {revision id: fields the feed says an action hid}, sorted pairs so that a change stays hashable. The log
+# entry is the wiki's word that they are hidden: the source removes them before asking the wiki anything.
+Hides = tuple[tuple[int, tuple[str, ...]], ...]
 
 
 def stronger(a: str, b: str | None) -> str:
@@ -35,6 +40,32 @@ def _rev_ids(body: object) -> tuple[int, ...]:
     if not all(isinstance(i, int) and not isinstance(i, bool) and i > 0 for i in ids):
         raise ValidationError("'rev_ids' must be a list of revision ids", field="rev_ids")
     return tuple(ids)
+
+
+def joined(*hides: Hides) -> Hides:
+    """Several changes' hides as one: per revision, every field any of them hid. (A later action that shows a
+    field again makes its source read the revision again, which writes it back.)"""
+    fields: dict[int, set[str]] = {}
+    for hide in hides:
+        for rev_id, names in hide:
+            fields.setdefault(rev_id, set()).update(names)
+    return tuple((rev_id, tuple(sorted(names))) for rev_id, names in sorted(fields.items()) if names)
+
+
+def _hides_to_wire(hide: Hides) -> dict:
+    return {str(rev_id): list(names) for rev_id, names in hide}
+
+
+def _hides(body: object) -> Hides:
+    raw = required(body, "hide", dict, optional=True) or {}
+    out = []
+    for rev_id, names in raw.items():
+        if not rev_id.isdigit() or int(rev_id) <= 0:
+            raise ValidationError("'hide' keys must be revision ids", field="hide")
+        if not isinstance(names, list) or not all(n in HIDEABLE for n in names):
+            raise ValidationError(f"'hide' values must be lists of {', '.join(HIDEABLE)}", field="hide")
+        out.append((int(rev_id), tuple(names)))
+    return joined(tuple(out))
 
 
 def _kind(body: object) -> str:
@@ -74,22 +105,27 @@ class FeedDuty:
 class FeedChange:
     """A page the feed says changed: its title as the wiki spells it (prefixed), what its source must do,
     and the feed entry it came from (`at`, a position token: the hub skips what it already routed).
-    `rev_ids`: with VISIBILITY, the revisions to read again."""
+    `rev_ids`: with VISIBILITY, the revisions to read again; `hide`: the fields revision deletion hid."""
     title: str
     kind: str
     at: str
     page_id: int = 0
     rev_ids: tuple[int, ...] = ()
+    hide: Hides = ()
 
     def to_dict(self) -> dict:
-        body = {"title": self.title, "kind": self.kind, "at": self.at, "page_id": self.page_id}
-        return {**body, "rev_ids": list(self.rev_ids)} if self.rev_ids else body
+        body: dict[str, object] = {"title": self.title, "kind": self.kind, "at": self.at, "page_id": self.page_id}
+        if self.rev_ids:
+            body["rev_ids"] = list(self.rev_ids)
+        if self.hide:
+            body["hide"] = _hides_to_wire(self.hide)
+        return body
 
     @classmethod
     def from_dict(cls, body: dict) -> FeedChange:
         page_id = required(body, "page_id", int, optional=True) or 0
         return cls(title=required(body, "title", str), kind=_kind(body), at=required(body, "at", str), page_id=page_id,
-                   rev_ids=_rev_ids(body))
+                   rev_ids=_rev_ids(body), hide=_hides(body))
 
 
 @dataclass(frozen=True)
@@ -139,15 +175,21 @@ class FeedReport:
 class Nudge:
     """Hub -> the node holding a page's sources: `key` is the page key (source_uuid of the wiki and the title
     the feed names, which is also what a subscription's source uuid or reported page key is); None with
-    kind CHECK: every source of the wiki. `rev_ids`: with VISIBILITY, the revisions to read again."""
+    kind CHECK: every source of the wiki. `rev_ids`: with VISIBILITY, the revisions to read again; `hide`: the
+    fields revision deletion hid, removed from the store before anything is read."""
     wiki: str
     kind: str
     key: str | None = None
     rev_ids: tuple[int, ...] = ()
+    hide: Hides = ()
 
     def to_dict(self) -> dict:
-        body = {"wiki": self.wiki, "kind": self.kind, "key": self.key}
-        return {**body, "rev_ids": list(self.rev_ids)} if self.rev_ids else body
+        body: dict[str, object] = {"wiki": self.wiki, "kind": self.kind, "key": self.key}
+        if self.rev_ids:
+            body["rev_ids"] = list(self.rev_ids)
+        if self.hide:
+            body["hide"] = _hides_to_wire(self.hide)
+        return body
 
     @classmethod
     def from_dict(cls, body: dict) -> Nudge:
@@ -155,4 +197,4 @@ class Nudge:
         key = required(body, "key", str, optional=True)
         if key is None and kind != CHECK:
             raise ValidationError("'key' is required", field="key")
-        return cls(wiki=required(body, "wiki", str), kind=kind, key=key, rev_ids=_rev_ids(body))
+        return cls(wiki=required(body, "wiki", str), kind=kind, key=key, rev_ids=_rev_ids(body), hide=_hides(body))

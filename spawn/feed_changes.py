@@ -6,7 +6,7 @@ subscribed under the new title resolves to the moved page); a history merge name
 """
 from __future__ import annotations
 
-from shared.feed_wire import HISTORY, REVISIONS, VISIBILITY, FeedChange, stronger
+from shared.feed_wire import HISTORY, REVISIONS, VISIBILITY, FeedChange, joined, stronger
 from spawn.feed_events import (Event, HistoryMerged, Imported, NewRevision, PageDeleted, PageMoved, PageRestored,
                                VisibilityChanged)
 from spawn.feed_position import FeedPosition
@@ -29,7 +29,11 @@ def changes_of(event: Event) -> list[FeedChange]:
     elif isinstance(event, HistoryMerged):
         titles = [(event.title, HISTORY), (event.dest_title, HISTORY)]
     elif isinstance(event, VisibilityChanged):
-        return [FeedChange(event.title, VISIBILITY, at, event.page_id, tuple(sorted(set(event.rev_ids))))]
+        # what the action newly hid is hidden on every copy before anything is read; fields it left as they
+        # were are not (one entry for several revisions states them only for the set as a whole)
+        rev_ids = tuple(sorted(set(event.rev_ids)))
+        hide = tuple((rev_id, tuple(sorted(event.newly_hidden))) for rev_id in rev_ids) if event.newly_hidden else ()
+        return [FeedChange(event.title, VISIBILITY, at, event.page_id, rev_ids, hide)]
     elif isinstance(event, (PageRestored, Imported)):
         titles = [(event.title, HISTORY)]
     else:           # a kind of event this version does not act on
@@ -41,8 +45,8 @@ def merged(changes: list[FeedChange]) -> list[FeedChange]:
     """One change per title, at its newest entry, of the kind that does what all of them ask (HISTORY over
     VISIBILITY over REVISIONS: each also reads on from the resume point), with the revision ids of every
     VISIBILITY among them, or of REVISIONS when each named its revision (one without, a move or a deletion,
-    makes the source read on from its resume point instead): a busy page edited fifty times between two reads
-    costs its source one pass. Ordered by that newest entry."""
+    makes the source read on from its resume point instead), and every field any of them hid: a busy page
+    edited fifty times between two reads costs its source one pass. Ordered by that newest entry."""
     by_title: dict[str, FeedChange] = {}
     for change in changes:
         seen = by_title.get(change.title)
@@ -50,5 +54,6 @@ def merged(changes: list[FeedChange]) -> list[FeedChange]:
         union = tuple(sorted({*change.rev_ids, *(seen.rev_ids if seen else ())}))
         named = bool(change.rev_ids) and (seen is None or bool(seen.rev_ids))
         revs = union if kind == VISIBILITY or (kind == REVISIONS and named) else ()
-        by_title[change.title] = FeedChange(change.title, kind, change.at, change.page_id, revs)
+        hide = joined(seen.hide, change.hide) if seen else change.hide
+        by_title[change.title] = FeedChange(change.title, kind, change.at, change.page_id, revs, hide)
     return sorted(by_title.values(), key=lambda c: FeedPosition.parse(c.at))

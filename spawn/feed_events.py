@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Callable
 
-HIDEABLE = ("content", "comment", "user")       # a revision's fields revision deletion can hide
+from shared.feed_wire import HIDEABLE
 
 
 class MalformedItem(ValueError):

@@ -170,7 +170,7 @@ class Registry:
                     src = self._source_locked(n.key)
                     found = [] if src is None else [src]
                 for src in found:
-                    src.nudge(n.kind, n.rev_ids)
+                    src.nudge(n.kind, n.rev_ids, n.hide)
                 nudged += len(found)
         return nudged
 

@@ -25,7 +25,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from typing import Callable, Iterable, Iterator
 
-from shared.feed_wire import CHECK, HISTORY, REVISIONS, VISIBILITY
+from shared.feed_wire import CHECK, HISTORY, REVISIONS, VISIBILITY, Hides
 from shared.revisions.model import PageState, ResumePoint, Revision
 from shared.revisions.store import RevisionStore, StoreError
 from spawn import completeness, page_fate, revisit
@@ -100,6 +100,7 @@ class DataSource:
         self._revisit_soon = False      # the feed cannot vouch for a span: ask the revisit batcher soon
         self._pass_wanted = False       # a nudge that needs a pass of its own
         self._recheck_revs: set[int] = set()    # revisions whose visibility changed on the wiki: read them again
+        self._hide_now: dict[int, set[str]] = {}    # fields the feed says were hidden: gone before any request
         self._announced: list[Revision] = []    # fetched by the RevisionFetcher: the next harvest's first batch
 
     # -- subscribers (called by the registry under its lock) -------------------------------
@@ -149,13 +150,16 @@ class DataSource:
     def wake(self) -> None:
         self._wake.set()
 
-    def nudge(self, kind: str, rev_ids: Iterable[int] = ()) -> None:
+    def nudge(self, kind: str, rev_ids: Iterable[int] = (), hide: Hides = ()) -> None:
         """The change feed says the page changed: read on (REVISIONS), also read `rev_ids` again for fields
         hidden or shown (VISIBILITY), also compare the whole history now (HISTORY), or let the revisit batcher
-        check it soon (CHECK, batched 50 pages a request)."""
+        check it soon (CHECK, batched 50 pages a request). `hide`: fields revision deletion hid, removed from
+        the store at the start of the next pass, before it waits for any request."""
         rev_ids = tuple(rev_ids)
         with self._lock:
             self._nudged += 1
+            for rev_id, names in hide:
+                self._hide_now.setdefault(rev_id, set()).update(names)
             if kind == CHECK:
                 self._revisit_soon = True
             else:
@@ -248,6 +252,7 @@ class DataSource:
             self._pass_gen = self._nudged
             soon, self._revisit_soon = self._revisit_soon, False
             wanted, self._pass_wanted = self._pass_wanted, False
+        self._hide_announced()
         if soon and not wanted and self.complete and not self.deleted and not check_only:
             self._schedule_revisit(soon=True)
             return
@@ -464,6 +469,32 @@ class DataSource:
             with self._lock:
                 self._recheck_revs |= revs      # read again at the next pass
             raise
+
+    def _hide_announced(self) -> None:
+        """Remove the fields the feed's revision deletions hid from every stored copy: the wiki's log is its
+        word that they are hidden, so this costs no request. The re-read of those revisions that follows
+        (_recheck_visibility) writes back anything shown again since."""
+        with self._lock:
+            hide, self._hide_now = self._hide_now, {}
+        if not hide:
+            return
+        host = self.client.host
+        done: list[int] = []
+        try:
+            for rev_id, names in sorted(hide.items()):
+                if self.store.hide_revision_fields(host, rev_id, text="content" in names,
+                                                   comment="comment" in names, user="user" in names):
+                    done.append(rev_id)
+        except BaseException:
+            with self._lock:
+                for rev_id, names in hide.items():
+                    if rev_id not in done:
+                        self._hide_now.setdefault(rev_id, set()).update(names)
+            raise
+        if done:
+            logger.info("source.visibility", extra={"title": self.title, "wiki": host, "hidden": done,
+                                                    "shown": [], "by": "feed"})
+            self.metrics.visibility_changes.labels(wiki=host, change="hidden").inc(len(done))
 
     def _write_again(self, rev_ids: Iterable[int], on_wiki: list[Revision]) -> None:
         """Write these revisions of the wiki's listing; with their texts, read by revision id (50 a request),

@@ -192,17 +192,22 @@ def test_reads_that_find_nothing_new_still_advance_the_watermark():
     assert after.acked == "20261124070000|0" and after.watermark == T0 + timedelta(seconds=9)
 
 
-def test_a_visibility_change_carries_its_revisions_to_the_node_until_delivered():
+def test_a_visibility_change_carries_its_revisions_and_hidden_fields_to_the_node_until_delivered():
     holders = {key("Apple"): {"a"}}
-    first = FeedChange("Apple", VISIBILITY, "20261124070001|1", 7, (10,))
-    second = FeedChange("Apple", VISIBILITY, "20261124070002|2", 7, (12,))
+    first = FeedChange("Apple", VISIBILITY, "20261124070001|1", 7, (10,), ((10, ("content",)),))
+    second = FeedChange("Apple", VISIBILITY, "20261124070002|2", 7, (10, 12), ((10, ("user",)), (12, ("user",))))
     state = feed_plan.absorb(WikiFeedState(), "r", report(first, second), holders, {"a"}, WIKI, T0)
     out = feed_plan.outgoing({WIKI: state})["a"]
-    assert out == (Nudge(WIKI, VISIBILITY, key("Apple"), (10, 12)),)
+    hides = ((10, ("content", "user")), (12, ("user",)))
+    assert out == (Nudge(WIKI, VISIBILITY, key("Apple"), (10, 12), hides),)
+    # a stronger kind compares the whole history, and still hides first what the log said was hidden
     history = feed_plan.absorb(state, "r", report(change("Apple", HISTORY, 3)), holders, {"a"}, WIKI, T0)
-    assert feed_plan.outgoing({WIKI: history})["a"] == (Nudge(WIKI, HISTORY, key("Apple")),)
+    assert feed_plan.outgoing({WIKI: history})["a"] == (Nudge(WIKI, HISTORY, key("Apple"), (), hides),)
     done = feed_plan.delivered(state, {"a": out}, answered={"a"}, live={"a"})
-    assert done.pending == {} and done.revs == {}
+    assert done.pending == {} and done.revs == {} and done.hides == {}
+    # not taken (the node did not answer): kept for its next poll
+    kept = feed_plan.delivered(state, {"a": out}, answered=set(), live={"a"})
+    assert feed_plan.outgoing({WIKI: kept})["a"] == out
 
 
 def test_edits_carry_their_revision_ids_unless_a_change_of_the_page_named_none():

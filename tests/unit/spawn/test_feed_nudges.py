@@ -83,8 +83,8 @@ def test_the_registry_passes_nudges_by_page_key_and_checks_to_every_source_of_th
     nudged: list[tuple[str, str]] = []
 
     class Recording(DataSource):
-        def nudge(self, kind, rev_ids=()):
-            nudged.append((self.title, kind))
+        def nudge(self, kind, rev_ids=(), hide=()):
+            nudged.append((self.title, kind, *((hide,) if hide else ())))
 
         def start(self):
             pass
@@ -99,9 +99,10 @@ def test_the_registry_passes_nudges_by_page_key_and_checks_to_every_source_of_th
     a, b = spec("a", title="Apple"), spec("b", title="Pear")
     registry.upsert(a)
     registry.upsert(b)
-    assert registry.nudge([Nudge(a.wiki, HISTORY, str(source_uuid(a.wiki, "Apple"))),
+    hide = ((5, ("content",)),)
+    assert registry.nudge([Nudge(a.wiki, HISTORY, str(source_uuid(a.wiki, "Apple")), (), hide),
                            Nudge(a.wiki, REVISIONS, str(source_uuid(a.wiki, "Plum")))]) == 1
-    assert nudged == [("Apple", HISTORY)]
+    assert nudged == [("Apple", HISTORY, hide)]
     assert registry.nudge([Nudge(a.wiki, CHECK)]) == 2
     assert sorted(nudged[1:]) == [("Apple", CHECK), ("Pear", CHECK)]
 
@@ -174,6 +175,46 @@ def test_a_visibility_nudge_reads_only_the_named_revisions_again_and_hides_what_
     assert src.settled
 
 
+def test_fields_the_feed_says_were_hidden_leave_the_store_before_any_request():
+    src, sub, wiki, store, clock, metrics, _ = source()
+    src.run_once()
+    target = wiki.history[3]
+    wiki.history[3] = replace(target, text_hidden=True, comment=None, comment_hidden=True)
+    asked = len(wiki.calls)
+
+    def unanswered(*args, **kw):        # waiting for the slot, or the edge refusing: nothing gets through
+        raise ConnectionError("the wiki does not answer")
+    requests = ("resolve", "page_by_id", "open_history", "continue_history", "revision_batches", "revisions_by_id")
+    for name in requests:
+        setattr(wiki, name, unanswered)
+    src.nudge(VISIBILITY, [target.rev_id], ((target.rev_id, ("comment", "content")),))
+    with pytest.raises(ConnectionError):
+        src.run_once()
+    stored = next(r for r in store.history("wiki.test", 7) if r.rev_id == target.rev_id)
+    assert stored.text_hidden and stored.comment_hidden and stored.comment is None and stored.sha1 is None
+    assert not stored.user_hidden and stored.user == target.user and target.user     # not named: left as it is
+    assert store.content("wiki.test", target.rev_id) is None
+    assert metrics.registry.get_sample_value("bw_spawn_revision_visibility_changes_total",
+                                             {"wiki": "wiki.test", "change": "hidden"}) == 1
+    # the re-read of the named revisions still follows, once the wiki answers
+    for name in requests:
+        delattr(wiki, name)
+    src.run_once()
+    assert ("by_id", (target.rev_id,), False) in wiki.calls[asked:]
+
+
+def test_a_visibility_event_hides_only_what_the_action_newly_hid():
+    event = VisibilityChanged(**change_fields(5), rev_ids=(12, 10, 12), hidden_before=frozenset({"user"}),
+                              hidden_after=frozenset({"user", "content", "comment"}), suppressed=False)
+    assert changes_of(event) == [FeedChange("Apple", VISIBILITY, at(5), 7, (10, 12),
+                                            ((10, ("comment", "content")), (12, ("comment", "content"))))]
+    shown = replace(event, hidden_before=frozenset({"content"}), hidden_after=frozenset())
+    assert changes_of(shown) == [FeedChange("Apple", VISIBILITY, at(5), 7, (10, 12))]
+    both = merged([*changes_of(event), FeedChange("Apple", VISIBILITY, at(6), 7, (10,), ((10, ("user",)),))])
+    assert both == [FeedChange("Apple", VISIBILITY, at(6), 7, (10, 12),
+                               ((10, ("comment", "content", "user")), (12, ("comment", "content"))))]
+
+
 def edit(rcid: int, title: str = "Apple") -> NewRevision:
     return NewRevision(**change_fields(rcid, title), rev_id=100 + rcid, parent_id=0)
 
@@ -230,12 +271,12 @@ def test_a_gap_is_reported_until_acknowledged_past_it():
 def test_feed_shapes_travel_both_ways_and_bad_ones_name_their_field():
     poll = Poll(node_id="n", feeds={"http://w/api.php": FeedDuty("20261124070000|1", 10.0, "w", ("t",))},
                 changes=(Nudge("http://w/api.php", HISTORY, "k"), Nudge("http://w/api.php", CHECK),
-                         Nudge("http://w/api.php", VISIBILITY, "k2", (5, 6))),
+                         Nudge("http://w/api.php", VISIBILITY, "k2", (5, 6), ((5, ("comment", "content")),))),
                 followed=("http://w/api.php",))
     assert Poll.from_dict(poll.to_dict()) == poll
     report = StatusReport(node_id="n", boot_id="b", attached=True, feeds={"http://w/api.php": FeedReport(
         since=None, position=at(2), changes=(FeedChange("Apple", REVISIONS, at(2), 7),
-                                             FeedChange("Pear", VISIBILITY, at(2), 8, (3,))),
+                                             FeedChange("Pear", VISIBILITY, at(2), 8, (3,), ((3, ("user",)),))),
         covered_to=T.isoformat(), gaps=(FeedGap(T.isoformat(), None),), requests=3)})
     assert StatusReport.from_dict(report.to_dict()) == report
     from shared.errors import ValidationError
@@ -243,7 +284,11 @@ def test_feed_shapes_travel_both_ways_and_bad_ones_name_their_field():
                         ({"node_id": "n", "feeds": {"w": {"interval_s": 0}}}, "feeds"),
                         ({"node_id": "n", "changes": [{"wiki": "w", "kind": "history"}]}, "changes"),
                         ({"node_id": "n", "changes": [{"wiki": "w", "kind": "visibility", "key": "k",
-                                                       "rev_ids": ["5"]}]}, "changes")]:
+                                                       "rev_ids": ["5"]}]}, "changes"),
+                        ({"node_id": "n", "changes": [{"wiki": "w", "kind": "visibility", "key": "k",
+                                                       "hide": {"x5": ["content"]}}]}, "changes"),
+                        ({"node_id": "n", "changes": [{"wiki": "w", "kind": "visibility", "key": "k",
+                                                       "hide": {"5": ["sha1"]}}]}, "changes")]:
         with pytest.raises(ValidationError) as caught:
             Poll.from_dict(body)
         assert caught.value.field == field
