@@ -15,14 +15,15 @@ from shared.errors import ValidationError
 from shared.wire_fields import required
 
 # What a changed page needs from its source:
+HIDE = "hide"               # only remove the fields revision deletion hid (`hide`): no request to the wiki
 REVISIONS = "revisions"     # read the history on from the resume point (new revisions, a move, a deletion)
 VISIBILITY = "visibility"   # also read these revisions again (revision deletion): hidden fields leave the store
 HISTORY = "history"         # compare the whole stored history with the wiki's now (restores, merges, imports):
 #                             revisions appeared in the past
 CHECK = "check"             # the feed cannot vouch for a span (a gap): every page of the wiki is checked
-KINDS = (REVISIONS, VISIBILITY, HISTORY, CHECK)
-# what one page's kinds come to: each does what the ones before it do
-_RANK = {REVISIONS: 0, VISIBILITY: 1, HISTORY: 2}
+KINDS = (HIDE, REVISIONS, VISIBILITY, HISTORY, CHECK)
+# what one page's kinds come to: each does what the ones before it do (every kind applies its `hide` first)
+_RANK = {HIDE: -1, REVISIONS: 0, VISIBILITY: 1, HISTORY: 2}
 HIDEABLE = ("content", "comment", "user")       # a revision's fields revision deletion can hide
 
 # {revision id: fields the feed says an action hid}, sorted pairs so that a change stays hashable. The log

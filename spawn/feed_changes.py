@@ -6,7 +6,7 @@ subscribed under the new title resolves to the moved page); a history merge name
 """
 from __future__ import annotations
 
-from shared.feed_wire import HISTORY, REVISIONS, VISIBILITY, FeedChange, joined, stronger
+from shared.feed_wire import HIDE, HISTORY, REVISIONS, VISIBILITY, FeedChange, joined, stronger
 from spawn.feed_events import (Event, HistoryMerged, Imported, NewRevision, PageDeleted, PageMoved, PageRestored,
                                VisibilityChanged)
 from spawn.feed_position import FeedPosition
@@ -29,10 +29,13 @@ def changes_of(event: Event) -> list[FeedChange]:
     elif isinstance(event, HistoryMerged):
         titles = [(event.title, HISTORY), (event.dest_title, HISTORY)]
     elif isinstance(event, VisibilityChanged):
-        # what the action newly hid is hidden on every copy before anything is read; fields it left as they
-        # were are not (one entry for several revisions states them only for the set as a whole)
+        # What the action newly hid leaves every copy on the log's word, with no request: the fields it left as
+        # they were are not touched (one entry for several revisions states them only for the whole set). Only
+        # a field shown again needs those revisions read again, to write it back.
         rev_ids = tuple(sorted(set(event.rev_ids)))
         hide = tuple((rev_id, tuple(sorted(event.newly_hidden))) for rev_id in rev_ids) if event.newly_hidden else ()
+        if hide and not event.unhidden:
+            return [FeedChange(event.title, HIDE, at, event.page_id, (), hide)]
         return [FeedChange(event.title, VISIBILITY, at, event.page_id, rev_ids, hide)]
     elif isinstance(event, (PageRestored, Imported)):
         titles = [(event.title, HISTORY)]
@@ -51,9 +54,13 @@ def merged(changes: list[FeedChange]) -> list[FeedChange]:
     for change in changes:
         seen = by_title.get(change.title)
         kind = stronger(change.kind, seen.kind if seen else None)
-        union = tuple(sorted({*change.rev_ids, *(seen.rev_ids if seen else ())}))
-        named = bool(change.rev_ids) and (seen is None or bool(seen.rev_ids))
-        revs = union if kind == VISIBILITY or (kind == REVISIONS and named) else ()
+        if change.kind == HIDE:         # names no revision to read: what the others named stands
+            revs = seen.rev_ids if seen else ()
+        else:
+            prior = seen if seen is not None and seen.kind != HIDE else None
+            union = tuple(sorted({*change.rev_ids, *(prior.rev_ids if prior else ())}))
+            named = bool(change.rev_ids) and (prior is None or bool(prior.rev_ids))
+            revs = union if kind == VISIBILITY or (kind == REVISIONS and named) else ()
         hide = joined(seen.hide, change.hide) if seen else change.hide
         by_title[change.title] = FeedChange(change.title, kind, change.at, change.page_id, revs, hide)
     return sorted(by_title.values(), key=lambda c: FeedPosition.parse(c.at))

@@ -25,7 +25,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from typing import Callable, Iterable, Iterator
 
-from shared.feed_wire import CHECK, HISTORY, REVISIONS, VISIBILITY, Hides
+from shared.feed_wire import CHECK, HIDE, HISTORY, REVISIONS, VISIBILITY, Hides
 from shared.revisions.model import PageState, ResumePoint, Revision
 from shared.revisions.store import RevisionStore, StoreError
 from spawn import completeness, page_fate, revisit
@@ -101,6 +101,7 @@ class DataSource:
         self._pass_wanted = False       # a nudge that needs a pass of its own
         self._recheck_revs: set[int] = set()    # revisions whose visibility changed on the wiki: read them again
         self._hide_now: dict[int, set[str]] = {}    # fields the feed says were hidden: gone before any request
+        self._hide_pass = False         # a nudge that only hides fields: a caught-up page asks the wiki nothing
         self._announced: list[Revision] = []    # fetched by the RevisionFetcher: the next harvest's first batch
 
     # -- subscribers (called by the registry under its lock) -------------------------------
@@ -154,13 +155,15 @@ class DataSource:
         """The change feed says the page changed: read on (REVISIONS), also read `rev_ids` again for fields
         hidden or shown (VISIBILITY), also compare the whole history now (HISTORY), or let the revisit batcher
         check it soon (CHECK, batched 50 pages a request). `hide`: fields revision deletion hid, removed from
-        the store at the start of the next pass, before it waits for any request."""
+        the store at the start of the next pass, before it waits for any request; HIDE asks nothing more."""
         rev_ids = tuple(rev_ids)
         with self._lock:
             self._nudged += 1
             for rev_id, names in hide:
                 self._hide_now.setdefault(rev_id, set()).update(names)
-            if kind == CHECK:
+            if kind == HIDE:
+                self._hide_pass = True
+            elif kind == CHECK:
                 self._revisit_soon = True
             else:
                 self._pass_wanted = True
@@ -252,9 +255,11 @@ class DataSource:
             self._pass_gen = self._nudged
             soon, self._revisit_soon = self._revisit_soon, False
             wanted, self._pass_wanted = self._pass_wanted, False
+            hides_only, self._hide_pass = self._hide_pass, False
         self._hide_announced()
-        if soon and not wanted and self.complete and not self.deleted and not check_only:
-            self._schedule_revisit(soon=True)
+        if (soon or hides_only) and not wanted and self.complete and not self.deleted and not check_only:
+            if soon:
+                self._schedule_revisit(soon=True)
             return
         if self.deleted:
             self._recheck()

@@ -99,6 +99,10 @@ def test_changes_reach_the_store_through_one_feed_for_the_cluster(
         admin.revisiondelete([hidden], hide=("content",))
         hidden_metric = 'bw_spawn_revision_visibility_changes_total{change="hidden",wiki="127.0.0.1:8782"}'
         wait_for(lambda: sum(n.metric(hidden_metric) for n in nodes) >= 1, 30, 0.2, "the hidden text removed")
+        # shown again: the log entry hides nothing, so the revision is read again and written back
+        admin.revisiondelete([hidden], hide=(), show=("content",))
+        shown_metric = 'bw_spawn_revision_visibility_changes_total{change="shown",wiki="127.0.0.1:8782"}'
+        wait_for(lambda: sum(n.metric(shown_metric) for n in nodes) >= 1, 30, 0.2, "the shown text written again")
 
         # one reader for the cluster at a time: about one feed request per interval, not one per node
         elapsed = time.monotonic() - began

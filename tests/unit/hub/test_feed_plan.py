@@ -1,12 +1,13 @@
 """The change feed's rules on the hub (blackwidow.feed_plan): who reads each wiki's feed, what a reader's
 report becomes, when a position is acknowledged and what the watermark then says. Pure tables."""
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
 import pytest
 
 from blackwidow import feed_plan
 from blackwidow.feed_plan import Wanted, WikiFeedState
-from shared.feed_wire import CHECK, HISTORY, REVISIONS, VISIBILITY, FeedChange, FeedGap, FeedReport, Nudge
+from shared.feed_wire import CHECK, HIDE, HISTORY, REVISIONS, VISIBILITY, FeedChange, FeedGap, FeedReport, Nudge
 from shared.hashing import source_uuid
 
 WIKI = "http://wiki.test/w/api.php"
@@ -208,6 +209,14 @@ def test_a_visibility_change_carries_its_revisions_and_hidden_fields_to_the_node
     # not taken (the node did not answer): kept for its next poll
     kept = feed_plan.delivered(state, {"a": out}, answered=set(), live={"a"})
     assert feed_plan.outgoing({WIKI: kept})["a"] == out
+    # a change that only hides carries no revision to read again, and weakens nothing pending
+    only = FeedChange("Pear", HIDE, "20261124070004|4", 8, (), ((20, ("user",)),))
+    holders[key("Pear")] = {"a"}
+    hidden = feed_plan.absorb(state, "r", report(only), holders, {"a"}, WIKI, T0)
+    assert set(feed_plan.outgoing({WIKI: hidden})["a"]) == {*out, Nudge(WIKI, HIDE, key("Pear"), (), only.hide)}
+    over = feed_plan.absorb(state, "r", report(replace(only, title="Apple")), holders, {"a"}, WIKI, T0)
+    assert feed_plan.outgoing({WIKI: over})["a"] == (Nudge(WIKI, VISIBILITY, key("Apple"), (10, 12),
+                                                           (*hides, (20, ("user",)))),)
 
 
 def test_edits_carry_their_revision_ids_unless_a_change_of_the_page_named_none():

@@ -8,7 +8,8 @@ import pytest
 
 from dataclasses import replace
 
-from shared.feed_wire import CHECK, HISTORY, REVISIONS, VISIBILITY, FeedChange, FeedDuty, FeedGap, FeedReport, Nudge
+from shared.feed_wire import (CHECK, HIDE, HISTORY, REVISIONS, VISIBILITY, FeedChange, FeedDuty, FeedGap, FeedReport,
+                              Nudge)
 from shared.hashing import source_uuid
 from shared.wire import Poll, StatusReport
 from spawn import feed_buffer
@@ -123,7 +124,9 @@ EVENTS = [
     (PageDeleted(**change_fields(1)), [("Apple", REVISIONS)]),
     (PageRestored(**change_fields(1), revisions=3), [("Apple", HISTORY)]),
     (VisibilityChanged(**change_fields(1), rev_ids=(10,), hidden_before=frozenset(),
-                       hidden_after=frozenset({"content"}), suppressed=False), [("Apple", VISIBILITY)]),
+                       hidden_after=frozenset({"content"}), suppressed=False), [("Apple", HIDE)]),
+    (VisibilityChanged(**change_fields(1), rev_ids=(10,), hidden_before=frozenset({"content"}),
+                       hidden_after=frozenset(), suppressed=False), [("Apple", VISIBILITY)]),
     (HistoryMerged(**change_fields(1), dest_ns=0, dest_title="Pear", merge_point=T),
      [("Apple", HISTORY), ("Pear", HISTORY)]),
     (Imported(**change_fields(1), source="upload", revisions=2, rev_id=12), [("Apple", HISTORY)]),
@@ -203,16 +206,41 @@ def test_fields_the_feed_says_were_hidden_leave_the_store_before_any_request():
     assert ("by_id", (target.rev_id,), False) in wiki.calls[asked:]
 
 
-def test_a_visibility_event_hides_only_what_the_action_newly_hid():
+def test_a_visibility_event_hides_only_what_the_action_newly_hid_and_reads_again_only_for_what_it_showed():
     event = VisibilityChanged(**change_fields(5), rev_ids=(12, 10, 12), hidden_before=frozenset({"user"}),
                               hidden_after=frozenset({"user", "content", "comment"}), suppressed=False)
-    assert changes_of(event) == [FeedChange("Apple", VISIBILITY, at(5), 7, (10, 12),
-                                            ((10, ("comment", "content")), (12, ("comment", "content"))))]
+    hides = ((10, ("comment", "content")), (12, ("comment", "content")))
+    assert changes_of(event) == [FeedChange("Apple", HIDE, at(5), 7, (), hides)]
     shown = replace(event, hidden_before=frozenset({"content"}), hidden_after=frozenset())
     assert changes_of(shown) == [FeedChange("Apple", VISIBILITY, at(5), 7, (10, 12))]
-    both = merged([*changes_of(event), FeedChange("Apple", VISIBILITY, at(6), 7, (10,), ((10, ("user",)),))])
-    assert both == [FeedChange("Apple", VISIBILITY, at(6), 7, (10, 12),
-                               ((10, ("comment", "content", "user")), (12, ("comment", "content"))))]
+    swapped = replace(event, hidden_before=frozenset({"content"}), hidden_after=frozenset({"comment"}))
+    assert changes_of(swapped) == [FeedChange("Apple", VISIBILITY, at(5), 7, (10, 12),
+                                              ((10, ("comment",)), (12, ("comment",))))]
+    both = merged([*changes_of(event), FeedChange("Apple", HIDE, at(6), 7, (), ((10, ("user",)),))])
+    assert both == [FeedChange("Apple", HIDE, at(6), 7, (), ((10, ("comment", "content", "user")), hides[1]))]
+    # a hide never weakens what another change of the page asks: a move still reads on, with the hides
+    moved = merged([*changes_of(event), FeedChange("Apple", REVISIONS, at(7), 7)])
+    assert moved == [FeedChange("Apple", REVISIONS, at(7), 7, (), hides)]
+    # and names no revision: an edit's id before or after it still travels
+    hide, = changes_of(event)
+    after = merged([hide, FeedChange("Apple", REVISIONS, at(8), 7, (30,))])
+    before = merged([FeedChange("Apple", REVISIONS, at(4), 7, (30,)), hide])
+    assert after == [FeedChange("Apple", REVISIONS, at(8), 7, (30,), hides)]
+    assert before == [FeedChange("Apple", REVISIONS, at(5), 7, (30,), hides)]
+
+
+def test_a_hide_nudge_on_a_caught_up_page_asks_the_wiki_nothing():
+    src, sub, wiki, store, clock, metrics, _ = source()
+    src.run_once()
+    target = wiki.history[5]
+    asked = len(wiki.calls)
+    src.nudge(HIDE, (), ((target.rev_id, ("user",)),))
+    assert not src.settled
+    src.run_once()
+    assert wiki.calls[asked:] == []
+    stored = next(r for r in store.history("wiki.test", 7) if r.rev_id == target.rev_id)
+    assert stored.user_hidden and stored.user is None and stored.user_id is None
+    assert src.settled
 
 
 def edit(rcid: int, title: str = "Apple") -> NewRevision:
