@@ -13,6 +13,7 @@ towards a node's liveness (polls do that).
 """
 import logging
 import multiprocessing
+import signal
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -95,7 +96,13 @@ def _bridge(conn: Connection, process, nodes: Callable[[], Mapping[str, str]],
                 if stop.is_set():
                     break
     except (EOFError, OSError):
-        logger.error("keepalive.process_lost")
+        process.join(1)
+        if process.exitcode in (-signal.SIGTERM, -signal.SIGINT):
+            # a stop signal to the scheduler's whole process group (a service manager, a terminal): the
+            # scheduler stops at its next tick, an expected end, not a fault
+            logger.info("keepalive.process_stopped", extra={"signal": -process.exitcode})
+        else:
+            logger.error("keepalive.process_lost", extra={"exitcode": process.exitcode})
     finally:
         try:
             conn.send(None)

@@ -158,6 +158,11 @@ def test_hub_scheduler_and_spawn_harvest_a_page(installed, pg_url, keyspace, cas
             proc.stop()
     for proc in processes:
         assert "Traceback" not in proc.log.read_text(errors="replace"), proc.log
+    # the installed scheduler ran its keepalive process (spawned: it imports blackwidow.keepalive from the
+    # installed package), which ended with the stop signal to the group, and nothing was logged as an error
+    scheduler_log = processes[1].log.read_text(errors="replace")
+    assert '"keepalive.process_stopped"' in scheduler_log, scheduler_log
+    assert '"level": "error"' not in scheduler_log, scheduler_log
 
     store = CassandraRevisionStore(cassandra_session, keyspace)
     page_id = store.page_id(wiki_key(mediawiki.api_url), page.title)

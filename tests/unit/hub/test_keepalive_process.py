@@ -1,8 +1,10 @@
 """The scheduler's keepalives come from a process of its own (blackwidow.keepalive): they reach every node it
 was told of, follow the node list when it changes, carry the node secret, and stop when told to or when the
 scheduler's process is gone."""
+import logging
 import multiprocessing
 import os
+import signal
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -102,3 +104,23 @@ def test_a_keepalive_process_stops_when_its_scheduler_goes(sqlite_url):
     ours.close()                                 # what the scheduler's death does to the pipe
     process.join(10)
     assert process.exitcode == 0
+
+
+def test_a_stop_signal_to_the_process_group_is_an_expected_end_and_a_crash_is_not(sqlite_url, caplog):
+    config = hub_config(sqlite_url, BW_POLL_INTERVAL_S="0.3")
+    node = Node()
+    for sig, level, event in ((signal.SIGTERM, logging.INFO, "keepalive.process_stopped"),
+                              (signal.SIGKILL, logging.ERROR, "keepalive.process_lost")):
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="blackwidow.keepalive"):
+            thread, stop = keepalive.start(config, "bw-test/1 (ops@example.org)", lambda: {"n": node.url})
+            try:
+                child, = [p for p in multiprocessing.active_children() if p.name == "bw-keepalive"]
+                assert wait(lambda: node.count() >= 1)
+                os.kill(child.pid, sig)
+                thread.join(15)
+                assert not thread.is_alive()
+            finally:
+                stop.set()
+                thread.join(15)
+        assert [(r.levelno, r.msg) for r in caplog.records] == [(level, event)]
