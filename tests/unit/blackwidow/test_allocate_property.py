@@ -1,7 +1,8 @@
 """blackwidow.upstream.allocate over many ticks: a simulated hub store (holds written ahead, dropped after a
 cycle), ticks that crash before writing, polls that get lost, nodes that come and go. Whatever happens, the
 holds ever written and the windows nodes ever received keep the safety rule; in steady state, shares,
-freshness and budget use are what docs/upstream.md promises."""
+freshness and budget use are what docs/upstream.md promises; and while demand comes and goes, no node that
+wants a slot waits long behind holders with nothing to do."""
 import random
 from collections import deque
 from dataclasses import dataclass, field, replace
@@ -226,3 +227,39 @@ def test_a_window_a_lost_poll_never_delivered_is_still_respected():
     assert sim.received["b"].windows[0].start >= hold.end + P.handover_s
     assert isinstance(sim.received["b"], Budget) and isinstance(sim.received["b"].windows[0], Window)
     sim.check_safe()
+
+
+# Polls during which some node wants a request while no node that wants one holds a running slot: the hub
+# sees the demand (one), asks an idle holder back or finds the slot free (two), and the next holder's hold
+# starts one handover gap later, within the poll after that (three)
+IDLE_POLLS = 3
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_no_identity_stays_with_idle_holders_while_a_node_wants_a_slot(seed):
+    """Liveness: demand comes and goes on random nodes (backfill, freshness, feed readers that keep their slot
+    between reads); a node gives back when idle (a spawn does after RELEASE_IDLE_S, within a poll) and, when
+    asked, in its next report (after draining). Whenever a node wants a request, a node that wants one holds
+    a running slot within IDLE_POLLS polls: no holder with nothing to do keeps the identity, and no ask and
+    grant go round in circles."""
+    rng = random.Random(seed)
+    sim = Sim(rng.choice([default_limits("en.wikipedia.org"), default_limits("en.wikipedia.org", "bot")]))
+    nodes = [f"n{i}" for i in range(rng.randint(2, 6))]
+    lanes = {n: Demand() for n in nodes}
+    kinds = [Demand(), Demand(backfill={"t1": 3}), Demand(fresh={"t2": 1}), Demand(backfill={"t2": 1}, fresh={"t1": 1}),
+             Demand(following=True), Demand(backfill={"t1": 2}, following=True)]
+    worst = streak = 0
+    for _ in range(600):
+        for n in nodes:
+            if rng.random() < 0.08:
+                lanes[n] = rng.choice(kinds)
+        wanting = {n for n, d in lanes.items() if d.sources > 0}
+        for n in nodes:
+            if n in sim.asked or (n not in wanting and not lanes[n].following):
+                sim.give_back(n)
+        sim.tick({n: replace(d, released_gen=sim.released.get(n)) for n, d in lanes.items()}, {"t1": 1.0, "t2": 2.0})
+        running = {h.node for h in sim.store.values() if h.start <= sim.now < h.end}
+        streak = streak + 1 if wanting and not running & wanting else 0
+        worst = max(worst, streak)
+    sim.check_safe()
+    assert worst <= IDLE_POLLS, worst
