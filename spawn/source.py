@@ -25,7 +25,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from typing import Callable, Iterable, Iterator
 
-from shared.feed_wire import CHECK, HIDE, HISTORY, REVISIONS, VISIBILITY, Hides
+from shared.feed_wire import CHECK, HIDE, HISTORY, REVISIONS, VISIBILITY, Hides, joined
 from shared.revisions.model import PageState, ResumePoint, Revision
 from shared.revisions.store import RevisionStore, StoreError
 from spawn import completeness, page_fate, revisit
@@ -100,7 +100,7 @@ class DataSource:
         self._revisit_soon = False      # the feed cannot vouch for a span: ask the revisit batcher soon
         self._pass_wanted = False       # a nudge that needs a pass of its own
         self._recheck_revs: set[int] = set()    # revisions whose visibility changed on the wiki: read them again
-        self._hide_now: dict[int, set[str]] = {}    # fields the feed says were hidden: gone before any request
+        self._hide_now: Hides = ()      # fields the feed says were hidden: gone before any request
         self._hide_pass = False         # a nudge that only hides fields: a caught-up page asks the wiki nothing
         self._announced: list[Revision] = []    # fetched by the RevisionFetcher: the next harvest's first batch
 
@@ -159,8 +159,7 @@ class DataSource:
         rev_ids = tuple(rev_ids)
         with self._lock:
             self._nudged += 1
-            for rev_id, names in hide:
-                self._hide_now.setdefault(rev_id, set()).update(names)
+            self._hide_now = joined(self._hide_now, hide)
             if kind == HIDE:
                 self._hide_pass = True
             elif kind == CHECK:
@@ -480,26 +479,17 @@ class DataSource:
         word that they are hidden, so this costs no request. The re-read of those revisions that follows
         (_recheck_visibility) writes back anything shown again since."""
         with self._lock:
-            hide, self._hide_now = self._hide_now, {}
+            hide, self._hide_now = self._hide_now, ()
         if not hide:
             return
-        host = self.client.host
-        done: list[int] = []
+        vis = completeness.Visibility(tuple(completeness.Hide(rev_id, "content" in names, "comment" in names,
+                                                              "user" in names) for rev_id, names in hide), ())
         try:
-            for rev_id, names in sorted(hide.items()):
-                if self.store.hide_revision_fields(host, rev_id, text="content" in names,
-                                                   comment="comment" in names, user="user" in names):
-                    done.append(rev_id)
+            self._apply_visibility(vis, {"title": self.title, "wiki": self.client.host})
         except BaseException:
             with self._lock:
-                for rev_id, names in hide.items():
-                    if rev_id not in done:
-                        self._hide_now.setdefault(rev_id, set()).update(names)
+                self._hide_now = joined(hide, self._hide_now)     # hiding again is harmless: all at the next pass
             raise
-        if done:
-            logger.info("source.visibility", extra={"title": self.title, "wiki": host, "hidden": done,
-                                                    "shown": [], "by": "feed"})
-            self.metrics.visibility_changes.labels(wiki=host, change="hidden").inc(len(done))
 
     def _write_again(self, rev_ids: Iterable[int], on_wiki: list[Revision]) -> None:
         """Write these revisions of the wiki's listing; with their texts, read by revision id (50 a request),
@@ -519,12 +509,12 @@ class DataSource:
         """Revision deletion seen by the history check: hidden fields leave every stored copy. Returns the
         revisions the wiki shows again, for the caller to write again."""
         host = self.client.host
-        for h in vis.hide:
-            self.store.hide_revision_fields(host, h.rev_id, text=h.text, comment=h.comment, user=h.user)
-        if vis.hide or vis.show:
-            logger.info("source.visibility", extra={**where, "hidden": [h.rev_id for h in vis.hide],
-                                                    "shown": list(vis.show)})
-            self.metrics.visibility_changes.labels(wiki=host, change="hidden").inc(len(vis.hide))
+        # a revision not stored yet has nothing to hide (the wiki's answer will carry the flags)
+        hidden = [h.rev_id for h in vis.hide
+                  if self.store.hide_revision_fields(host, h.rev_id, text=h.text, comment=h.comment, user=h.user)]
+        if hidden or vis.show:
+            logger.info("source.visibility", extra={**where, "hidden": hidden, "shown": list(vis.show)})
+            self.metrics.visibility_changes.labels(wiki=host, change="hidden").inc(len(hidden))
             self.metrics.visibility_changes.labels(wiki=host, change="shown").inc(len(vis.show))
         return vis.show
 

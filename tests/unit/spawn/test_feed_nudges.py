@@ -160,11 +160,17 @@ def test_changes_merge_to_one_per_title_at_its_newest_entry_of_the_kind_that_doe
     assert merged([*hidden, FeedChange("Plum", HISTORY, at(4))]) == [FeedChange("Plum", HISTORY, at(4))]
 
 
-def test_a_visibility_nudge_reads_only_the_named_revisions_again_and_hides_what_the_wiki_hides():
-    src, sub, wiki, store, clock, metrics, _ = source()
+def caught_up_with_a_hidden_revision():
+    """A caught-up source whose page's fourth revision the wiki then hid (text and comment)."""
+    src, sub, wiki, store, clock, metrics, batcher = source()
     src.run_once()
     target = wiki.history[3]
     wiki.history[3] = replace(target, text_hidden=True, comment=None, comment_hidden=True)
+    return src, wiki, store, metrics, target
+
+
+def test_a_visibility_nudge_reads_only_the_named_revisions_again_and_hides_what_the_wiki_hides():
+    src, wiki, store, metrics, target = caught_up_with_a_hidden_revision()
     asked = len(wiki.calls)
     src.nudge(VISIBILITY, [target.rev_id])
     src.run_once()
@@ -179,10 +185,7 @@ def test_a_visibility_nudge_reads_only_the_named_revisions_again_and_hides_what_
 
 
 def test_fields_the_feed_says_were_hidden_leave_the_store_before_any_request():
-    src, sub, wiki, store, clock, metrics, _ = source()
-    src.run_once()
-    target = wiki.history[3]
-    wiki.history[3] = replace(target, text_hidden=True, comment=None, comment_hidden=True)
+    src, wiki, store, metrics, target = caught_up_with_a_hidden_revision()
     asked = len(wiki.calls)
 
     def unanswered(*args, **kw):        # waiting for the slot, or the edge refusing: nothing gets through
