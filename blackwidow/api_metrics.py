@@ -9,7 +9,10 @@ from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, g
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.multiprocess import MultiProcessCollector
 
+from blackwidow.dump_plan import FILE_STATES
 from blackwidow.quota.store import tenant_quota_rows
+from blackwidow.representations import dump_progress
+from blackwidow.store.dumps import list_sets
 from blackwidow.store.stats import store_counts
 
 logger = logging.getLogger(__name__)
@@ -29,6 +32,16 @@ class MetricsMiddleware:
         started = getattr(req.context, "started", None)
         if started is not None:
             LATENCY.labels(req.method, route).observe(time.perf_counter() - started)
+
+
+# a set subscription's dump bootstrap, as GET /v1/sets/{id} shows its `progress`
+_DUMP_GAUGES = (("revisions_written", "revisions_written",
+                 "Revisions its dump files wrote (up to each file's resume point)."),
+                ("revisions_read", "revisions_read", "Revisions the current readings of its files parsed."),
+                ("bytes_read", "bytes_read", "Compressed bytes of its files read by their current readings."),
+                ("bytes_total", "bytes_total", "Compressed size of its files, once every size is known."),
+                ("revisions_per_s", "revisions_per_second", "Revisions per second over the files being read."),
+                ("eta_s", "eta_seconds", "Seconds left at the current byte rate, once every file's size is known."))
 
 
 class StoreCollector:
@@ -51,10 +64,14 @@ class StoreCollector:
                                  labels=["tenant", "name"])
         leased = GaugeMetricFamily("bw_tenant_leased", "Quota leased to spawns and not delivered yet.",
                                    labels=["tenant", "name"])
+        sets = [GaugeMetricFamily(f"bw_set_dump_{name}", text, labels=["set"]) for _, name, text in _DUMP_GAUGES]
+        files = GaugeMetricFamily("bw_set_dump_files", "A set subscription's dump files by state.",
+                                  labels=["set", "state"])
         try:
             with self._maker() as session:
                 counts = store_counts(session)
                 quotas = tenant_quota_rows(session)
+                wiki_sets = list_sets(session)
         except Exception:      # a scrape must still answer (with database_up 0) when the store is down
             logger.warning("metrics.store_unavailable", exc_info=True)
             up.add_metric([], 0)
@@ -71,7 +88,14 @@ class StoreCollector:
             if limit is not None:
                 quota.add_metric([tenant_id, name], limit)
                 leased.add_metric([tenant_id, name], max(0, reserved - delivered))
-        yield from (up, subs, nodes, tenants, quota, used, leased)
+        for view in wiki_sets:
+            progress = dump_progress(view.files)
+            for gauge, (field, _, _) in zip(sets, _DUMP_GAUGES):
+                if progress[field] is not None:
+                    gauge.add_metric([view.id], progress[field])
+            for state in FILE_STATES:
+                files.add_metric([view.id, state], sum(f.state == state for f in view.files))
+        yield from (up, subs, nodes, tenants, quota, used, leased, *sets, files)
 
 
 def render(store_registry: CollectorRegistry) -> bytes:

@@ -16,6 +16,7 @@ from blackwidow.resources.identities import IdentitiesResource
 from blackwidow.resources.metrics import MetricsResource
 from blackwidow.resources.nodes import NodesResource
 from blackwidow.resources.openapi import OpenApiResource
+from blackwidow.resources.sets import SetsResource
 from blackwidow.resources.subscriptions import SubscriptionsResource
 from blackwidow.resources.tenants import TenantsResource
 from shared.config import HubConfig
@@ -45,6 +46,9 @@ def create_app(config: HubConfig, *, sessionmaker: Sessionmaker, metrics_port: i
 
     nodes = NodesResource(config)
     app.add_route("/v1/feeds", FeedsResource())
+    sets = SetsResource(max_body_bytes=config.max_body_bytes)
+    app.add_route("/v1/sets", sets)
+    app.add_route("/v1/sets/{set_id:uuid}", sets, suffix="item")
     app.add_route("/v1/nodes", nodes)
     app.add_route("/v1/nodes/{node_id:uuid}", nodes, suffix="item")
 

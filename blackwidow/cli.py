@@ -124,6 +124,18 @@ def _admin_call(args, client):
                 enabled=a.enabled, quota=a.quota, content=a.content))
         case ("subs", "delete"):
             return client.call("DELETE", f"/v1/subscriptions/{a.id}")
+        case ("sets", "add"):
+            return client.call("POST", "/v1/subscriptions", body=_only_set(
+                kind="wiki", tenant_id=a.tenant, wiki=a.wiki, dumps=a.dumps, dbname=a.dbname, content=a.content,
+                parallel=a.parallel))
+        case ("sets", "list"):
+            return client.call("GET", "/v1/sets", params={"tenant_id": a.tenant} if a.tenant else None)
+        case ("sets", "get"):
+            return client.call("GET", f"/v1/sets/{a.id}")
+        case ("sets", "stop" | "resume"):
+            return client.call("PATCH", f"/v1/sets/{a.id}", body={"enabled": a.verb == "resume"})
+        case ("sets", "delete"):
+            return client.call("DELETE", f"/v1/sets/{a.id}")
         case ("nodes", "list"):
             return client.call("GET", "/v1/nodes")
         case ("nodes", "get"):
@@ -236,10 +248,26 @@ def _admin_parser(sub) -> None:
     p.add_argument("--no-content", dest="content", action="store_false", default=_UNSET)
     _id(subs.add_parser("delete"))
 
+    _sets_parser(nouns)
     nodes = nouns.add_parser("nodes").add_subparsers(dest="verb", required=True)
     nodes.add_parser("list")
     _id(nodes.add_parser("get"))
     _identities_parser(nouns)
+
+
+def _sets_parser(nouns) -> None:
+    sets = nouns.add_parser("sets", help="whole wikis bootstrapped from dump files (docs/dumps.md)")
+    verbs = sets.add_subparsers(dest="verb", required=True)
+    p = verbs.add_parser("add", help="subscribe a tenant to a whole wiki, read from its dump files")
+    p.add_argument("--tenant", required=True, help="tenant id")
+    p.add_argument("--wiki", required=True, help="the wiki's api.php URL")
+    p.add_argument("--dbname", default=_UNSET, help="the dumps' <siteinfo> dbname, e.g. chwiki (checked)")
+    p.add_argument("--content", action="store_true", default=_UNSET, help="store wikitext too")
+    p.add_argument("--parallel", type=int, default=_UNSET, help="files read at once (default 2)")
+    p.add_argument("dumps", nargs="+", help="dump file URLs, in order")
+    verbs.add_parser("list").add_argument("--tenant")
+    for verb in ("get", "stop", "resume", "delete"):
+        _id(verbs.add_parser(verb))
 
 
 def _identities_parser(nouns) -> None:
@@ -268,7 +296,7 @@ def _name_or_none(text: str) -> str | None:
 def _admin_defaults(args) -> argparse.Namespace:
     # SUPPRESS keeps unset options out of the namespace; put them back as "not given".
     for name in ("name", "quota", "content", "enabled", "weight", "credential", "in_flight", "per_s", "per_min",
-                 "slow_after_s", "slow_wait_s", "maxlag"):
+                 "slow_after_s", "slow_wait_s", "maxlag", "dbname", "parallel"):
         if not hasattr(args, name):
             setattr(args, name, _UNSET)
     return args

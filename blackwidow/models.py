@@ -261,3 +261,55 @@ class WikiFeed(Base):
     requests: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False, default=utcnow,
                                                  onupdate=utcnow)
+
+
+class WikiSet(Base):
+    """A set subscription: a tenant's whole wiki, bootstrapped from the dump files it names (docs/dumps.md,
+    "Bootstrapping through the hub")."""
+    __tablename__ = "wiki_sets"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(String(36), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False,
+                                           index=True)
+    wiki: Mapped[str] = mapped_column(String(2048), nullable=False)      # canonical api.php URL
+    kind: Mapped[str] = mapped_column(String(16), nullable=False)        # wiki
+    dbname: Mapped[str | None] = mapped_column(String(64), nullable=True)   # the dumps' <siteinfo><dbname>
+    content: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+    enabled: Mapped[bool] = mapped_column(Boolean, nullable=False, default=True)
+    # files read at once: Wikimedia's dump servers allow a client two connections
+    parallel: Mapped[int] = mapped_column(Integer, CheckConstraint("parallel > 0", name="parallel_positive"),
+                                          nullable=False, default=2)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False, default=utcnow,
+                                                 onupdate=utcnow)
+
+
+class DumpFile(Base):
+    """One dump file of a set and how far its reading got (blackwidow.dump_plan): the resume point is kept here,
+    so a file resumes on any node."""
+    __tablename__ = "dump_files"
+    __table_args__ = (UniqueConstraint("set_id", "position", name="uq_dump_files_set_position"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    set_id: Mapped[str] = mapped_column(String(36), ForeignKey("wiki_sets.id", ondelete="CASCADE"), nullable=False)
+    position: Mapped[int] = mapped_column(Integer, nullable=False)
+    url: Mapped[str] = mapped_column(String(2048), nullable=False)
+    state: Mapped[str] = mapped_column(String(16), nullable=False, default="pending")
+    node_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
+    # the resume point: pages of the file durably written, the last one's id, the revisions they hold
+    pages: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
+    last_page_id: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    revisions: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
+    # the current run's figures, as its node last reported them
+    bytes_read: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
+    bytes_total: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    revisions_read: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
+    revisions_per_s: Mapped[float] = mapped_column(Float, nullable=False, default=0.0)
+    bytes_per_s: Mapped[float] = mapped_column(Float, nullable=False, default=0.0)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    attempts: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    retry_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    reported_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False, default=utcnow,
+                                                 onupdate=utcnow)

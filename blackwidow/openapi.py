@@ -115,6 +115,45 @@ for _name in ("Tenant", "Subscription"):
                                                     "description": "Pass as `cursor` for the next page."}})
 SCHEMAS["NodeList"] = _obj({"items": {"type": "array", "items": _ref("Node")}})
 SCHEMAS["FeedList"] = _obj({"items": {"type": "array", "items": _ref("Feed")}})
+_RATE = {"type": "number", "description": "Per second, over the current runs of the files being read."}
+_DUMP_COUNTS = {
+    "bytes_read": {"type": "integer", "description": "Compressed bytes read (a resumed file is read from its "
+                   "start again: compressed streams cannot be entered in the middle)."},
+    "bytes_total": {"type": "integer", "nullable": True, "description": "Compressed size, once known."},
+    "revisions_read": {"type": "integer", "description": "Revisions parsed by the current runs."},
+    "revisions_written": {"type": "integer", "description": "Revisions durably written (up to each file's "
+                          "resume point)."},
+    "revisions_per_s": _RATE, "bytes_per_s": _RATE}
+SCHEMAS["DumpFile"] = _obj({
+    "id": _ID, "position": {"type": "integer", "description": "Its place in the set's `dumps` list."},
+    "url": {"type": "string"},
+    "state": {"type": "string", "enum": ["pending", "reading", "done", "failed"]},
+    "node": {**_ID, "nullable": True, "description": "The node reading it."},
+    "pages_written": {"type": "integer", "description": "Pages of the file written, in dump order: where a "
+                      "reading resumes, on any node."},
+    **_DUMP_COUNTS,
+    "error": {"type": "string", "nullable": True, "description": "Why its last reading failed (DumpNotFound, "
+              "DumpStalled, DumpCorrupt, DumpSchemaUnknown, DumpWrongWiki: docs/dumps.md)."},
+    "attempts": {"type": "integer", "description": "Failed readings so far."},
+    "retry_at": {**_NULL_TS, "description": "A failed file is read again from its resume point after this."},
+    "reported_at": _NULL_TS, "finished_at": _NULL_TS})
+SCHEMAS["WikiSet"] = _obj({
+    "id": _ID, "kind": {"type": "string", "enum": ["wiki"]}, "tenant_id": _ID, "wiki": {"type": "string"},
+    "dbname": {"type": "string", "nullable": True}, "content": {"type": "boolean"}, "enabled": {"type": "boolean"},
+    "parallel": {"type": "integer"},
+    "state": {"type": "string", "enum": ["bootstrapping", "failed", "dumped", "disabled"],
+              "description": "failed: a file failed (it is retried; the set never counts as read until it is); "
+                             "dumped: every file is written."},
+    "created_at": _TS,
+    "progress": _obj({"files": {"type": "integer"}, "files_done": {"type": "integer"},
+                      "files_failed": {"type": "integer"}, "files_reading": {"type": "integer"},
+                      "pages_written": {"type": "integer"}, **_DUMP_COUNTS,
+                      "eta_s": {"type": "number", "nullable": True, "description": "Seconds left at the current "
+                                "byte rate, once every file's size is known."}}),
+    "files": {"type": "array", "items": _ref("DumpFile")}})
+SCHEMAS["WikiSetList"] = _obj({"items": {"type": "array", "items": _ref("WikiSet")}})
+SCHEMAS["WikiSetCreate"] = validation.schema(validation.WIKI_SET_CREATE)
+SCHEMAS["WikiSetPatch"] = validation.schema(validation.WIKI_SET_PATCH)
 SCHEMAS["Reload"] = _obj({"id": {"type": "integer"}, "kind": {"type": "string", "enum": ["hard", "soft"]},
                           "reason": {"type": "string"}, "sends": {"type": "integer"},
                           "drops": {"type": "integer"}, "at": _TS})
@@ -228,7 +267,7 @@ _WRITE = ("400", "401", "404", "413", "415", "422")
 
 
 def document() -> dict:
-    tenant, sub, node = _path("tenant_id"), _path("sub_id"), _path("node_id")
+    tenant, sub, node, wiki_set = _path("tenant_id"), _path("sub_id"), _path("node_id"), _path("set_id")
     identity = {"name": "identity_id", "in": "path", "required": True, "schema": {"type": "string"},
                 "description": "The wiki's host[:port], e.g. en.wikipedia.org."}
     put_identity = _op("Set every limit of an identity (the host's defaults for those left out); 201 when "
@@ -238,13 +277,15 @@ def document() -> dict:
                    "RegistrationAck", body="NodeRegistration",
                    errors=("400", "401", "409", "413", "415", "422"), security=[{"nodeSecret": []}])
     register["responses"]["201"] = register["responses"]["200"]
-    subscribe = _op("Subscribe a tenant to an article, or (`kind: pages`) to a list of articles on one wiki",
+    subscribe = _op("Subscribe a tenant to an article, (`kind: pages`) to a list of articles on one wiki, or "
+                    "(`kind: wiki`) to a whole wiki bootstrapped from its dump files",
                     "201", None, errors=("400", "401", "409", "413", "415", "422"))
-    either = {"oneOf": [_ref("SubscriptionCreate"), _ref("SubscriptionPages")]}
+    either = {"oneOf": [_ref("SubscriptionCreate"), _ref("SubscriptionPages"), _ref("WikiSetCreate")]}
     subscribe["requestBody"] = {"required": True, **_json(either)}
     subscribe["responses"]["201"] = {
-        "description": "kind page: the subscription; kind pages: every title was created",
-        **_json({"oneOf": [_ref("Subscription"), _ref("PagesResult")]})}
+        "description": "kind page: the subscription; kind pages: every title was created; kind wiki: the set "
+                       "subscription (Location: /v1/sets/{id})",
+        **_json({"oneOf": [_ref("Subscription"), _ref("PagesResult"), _ref("WikiSet")]})}
     subscribe["responses"]["207"] = {
         "description": "kind pages: some or all titles were refused (`refused` says which and why); the "
                        "others were created", **_json(_ref("PagesResult"))}
@@ -290,6 +331,19 @@ def document() -> dict:
                 "patch": _op("Disable, re-enable, change quota or content", "200", "Subscription",
                              body="SubscriptionPatch", errors=_WRITE, params=[sub]),
                 "delete": _op("Delete a subscription", "204", None, errors=_READ, params=[sub]),
+            },
+            "/v1/sets": {
+                "get": _op("List set subscriptions (`kind: wiki`) with their dump bootstraps' progress", "200",
+                           "WikiSetList", errors=("401", "422"), params=(
+                               _query("tenant_id", _ID, "Only this tenant's."),)),
+            },
+            "/v1/sets/{set_id}": {
+                "get": _op("Get a set subscription: state, progress in total and per dump file", "200", "WikiSet",
+                           errors=_READ, params=[wiki_set]),
+                "patch": _op("Stop (enabled false) or resume its reading", "200", "WikiSet", body="WikiSetPatch",
+                             errors=_WRITE, params=[wiki_set]),
+                "delete": _op("Delete a set subscription (the revisions it stored stay)", "204", None,
+                              errors=_READ, params=[wiki_set]),
             },
             "/v1/identities": {
                 "get": _op("List upstream identities (wikis with a row or a subscription)", "200", "IdentityList",

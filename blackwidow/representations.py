@@ -3,7 +3,9 @@ from datetime import datetime
 from typing import Mapping
 
 from blackwidow.models import Reload, Subscription
+from blackwidow.dump_plan import set_state
 from blackwidow.store.dashboard import DashboardData
+from blackwidow.store.dumps import FileView, SetView
 from blackwidow.store.feeds import FeedView
 from blackwidow.store.nodes import NodeLoad
 from blackwidow.store.pagination import as_utc
@@ -44,6 +46,48 @@ def feed(f: FeedView, *, now: datetime) -> dict:
             "gaps": f.gaps, "last_gap": f.last_gap, "subscriptions": f.subscriptions, "requests": f.requests}
 
 
+def wiki_set(s: SetView) -> dict:
+    """A set subscription with its bootstrap's progress, in total and per file."""
+    return {"id": s.id, "kind": s.kind, "tenant_id": s.tenant_id, "wiki": s.wiki, "dbname": s.dbname,
+            "content": s.content, "enabled": s.enabled, "parallel": s.parallel,
+            "state": set_state((f.state for f in s.files), s.enabled), "created_at": timestamp(s.created_at),
+            "progress": dump_progress(s.files), "files": [dump_file(f) for f in s.files]}
+
+
+def dump_progress(files: tuple[FileView, ...]) -> dict:
+    """Totals over a set's files. `eta_s`: the bytes left at the current rate of the files being read, once
+    every file's size is known (a file's size is learnt when it is first opened); null before."""
+    reading = [f for f in files if f.state == "reading"]
+    rate = sum(f.bytes_per_s for f in reading)
+    sized = all(f.bytes_total is not None for f in files)
+    left = sum(max((f.bytes_total or 0) - (f.bytes_read if f.state == "reading" else 0), 0)
+               for f in files if f.state not in ("done",))
+    return {"files": len(files), "files_done": sum(f.state == "done" for f in files),
+            "files_failed": sum(f.state == "failed" for f in files), "files_reading": len(reading),
+            "bytes_read": sum(f.bytes_read for f in files),
+            "bytes_total": sum(f.bytes_total or 0 for f in files) if sized else None,
+            "revisions_read": sum(f.revisions_read for f in files),
+            "revisions_written": sum(f.revisions for f in files), "pages_written": sum(f.pages for f in files),
+            "revisions_per_s": round(sum(f.revisions_per_s for f in reading), 1),
+            "bytes_per_s": round(rate, 1),
+            "eta_s": _eta(left, rate) if sized else None}
+
+
+def _eta(bytes_left: int, bytes_per_s: float) -> float | None:
+    if bytes_left == 0:
+        return 0.0
+    return round(bytes_left / bytes_per_s, 1) if bytes_per_s > 0 else None
+
+
+def dump_file(f: FileView) -> dict:
+    return {"id": f.id, "position": f.position, "url": f.url, "state": f.state, "node": f.node_id,
+            "pages_written": f.pages, "revisions_written": f.revisions, "bytes_read": f.bytes_read,
+            "bytes_total": f.bytes_total, "revisions_read": f.revisions_read,
+            "revisions_per_s": round(f.revisions_per_s, 1), "bytes_per_s": round(f.bytes_per_s, 1),
+            "error": f.error, "attempts": f.attempts, "retry_at": timestamp(f.retry_at),
+            "reported_at": timestamp(f.reported_at), "finished_at": timestamp(f.finished_at)}
+
+
 def node(load: NodeLoad) -> dict:
     n = load.node
     return {"id": n.id, "url": n.url, "state": n.state, "last_seen": timestamp(n.last_seen),
@@ -76,4 +120,5 @@ def dashboard(data: DashboardData, *, state: str | None, now: datetime) -> dict:
         "tenants": {"total": data.tenant_count, "items": [tenant(t) for t in data.tenants]},
         "reloads": [reload(r) for r in data.reloads],
         "feeds": [feed(f, now=now) for f in data.feeds],
+        "sets": [wiki_set(s) for s in data.sets],
     }

@@ -18,7 +18,9 @@ MAX_BIGINT = 2**63 - 1
 MAX_TITLE_BYTES = 255            # MediaWiki's own limit
 MAX_BULK_ITEMS = 1000
 MAX_PAGES_TITLES = 10_000        # a `pages` request; a longer list is refused whole (split it)
-KINDS = ("page", "pages")        # what POST /v1/subscriptions creates, by the body's `kind`
+KINDS = ("page", "pages", "wiki")    # what POST /v1/subscriptions creates, by the body's `kind`
+MAX_DUMP_FILES = 1000            # enwiki's pages-meta-history comes in about 900 files
+MAX_DUMP_PARALLEL = 8
 # Characters MediaWiki never allows in a title, plus control characters.
 _ILLEGAL_TITLE = re.compile(r"[#<>\[\]|{}\x00-\x1f\x7f\ufffd]")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -206,6 +208,33 @@ PAGES_CREATE = (
     Field("content", "boolean", "Fetch wikitext for every title (default false)."),
     Field("enabled", "boolean", "false creates them disabled."),
 )
+
+
+_DBNAME = re.compile(r"[a-z0-9_]{1,64}")
+
+
+def _dbname(value: str) -> str:
+    if not _DBNAME.fullmatch(value):
+        raise ValidationError("'dbname' must be a wiki's database name (lower-case letters, digits and '_', "
+                              "e.g. enwiki)", field="dbname")
+    return value
+
+
+WIKI_SET_CREATE = (
+    Field("kind", "string", "A whole wiki, bootstrapped from its XML dump files.", required=True, enum=("wiki",)),
+    _required(_TENANT_ID), _required(_WIKI),
+    Field("dumps", "array", "URLs of the wiki's full-history XML dump files (pages-meta-history or "
+          "stub-meta-history; plain, .gz or .bz2), in the order they are to be started. Their hosts follow the "
+          "wiki allowlist's rules.", required=True, min_length=1, max_length=MAX_DUMP_FILES, items="string"),
+    Field("dbname", "string", "The database name the dumps' <siteinfo> must carry (e.g. enwiki); a file of "
+          "another wiki fails. Absent: not checked.", check=_dbname),
+    Field("content", "boolean", "Store the wikitext too (default false)."),
+    Field("parallel", "integer", "Files read at once over the cluster (default 2: Wikimedia's dump servers allow "
+          "a client two connections).", minimum=1, maximum=MAX_DUMP_PARALLEL),
+    Field("enabled", "boolean", "false creates it stopped."),
+)
+WIKI_SET_PATCH = (Field("enabled", "boolean", "false stops reading its files; true goes on from where each "
+                        "stopped."),)
 
 
 def subscription_kind(body) -> str:

@@ -23,36 +23,48 @@ FIELD = "wiki"
 _HOST = re.compile(r"[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?")
 
 
-def _refuse(message: str) -> NoReturn:
-    raise ValidationError(message, field=FIELD)
+def _refuse(message: str, field: str = FIELD) -> NoReturn:
+    raise ValidationError(message, field=field)
 
 
 def check_wiki(url: str, allowlist: tuple[str, ...]) -> str:
     """The canonical form of an allowed wiki URL; ValidationError(field='wiki') otherwise."""
+    parts = _checked(url, allowlist, FIELD, what="'wiki'")
+    if not parts.path.endswith("/api.php"):
+        _refuse("'wiki' must be the wiki's api.php URL")
+    return canonical_wiki_url(url)
+
+
+def check_dump_url(url: str, allowlist: tuple[str, ...], field: str) -> str:
+    """A dump file's URL, by the same rules as a wiki's host (a spawn fetches it through the same checked
+    session); ValidationError naming `field` otherwise."""
+    _checked(url, allowlist, field, what=f"'{field}'")
+    return url.strip()
+
+
+def _checked(url: str, allowlist: tuple[str, ...], field: str, *, what: str):
+    def refuse(message: str) -> NoReturn:
+        _refuse(message, field)
     try:
         parts = urlsplit(url.strip())
         parts.port  # noqa: B018 - raises ValueError for a malformed port
     except ValueError:
-        _refuse("'wiki' is not a valid URL")
+        refuse(f"{what} is not a valid URL")
     if parts.scheme.lower() not in ("http", "https"):
-        _refuse("'wiki' must be an http or https URL")
+        refuse(f"{what} must be an http or https URL")
     if not parts.hostname:
-        _refuse("'wiki' has no host")
+        refuse(f"{what} has no host")
     if not _HOST.fullmatch(parts.hostname):
-        _refuse("'wiki' host must be a DNS name (IDNs in punycode) or an IPv4 address")
+        refuse(f"{what} host must be a DNS name (IDNs in punycode) or an IPv4 address")
     if parts.username is not None or parts.password is not None:
-        _refuse("'wiki' must not carry credentials")
+        refuse(f"{what} must not carry credentials")
     if parts.query or parts.fragment:
-        _refuse("'wiki' must not have a query or fragment")
-    if not parts.path.endswith("/api.php"):
-        _refuse("'wiki' must be the wiki's api.php URL")
-    canonical = canonical_wiki_url(url)
-    host_port = wiki_key(canonical)
+        refuse(f"{what} must not have a query or fragment")
+    host_port = wiki_key(canonical_wiki_url(url))
     if internal_host(parts.hostname):
         if exactly_listed(host_port, allowlist):
-            return canonical
-        _refuse(f"'wiki' points at an internal address ({host_port}); "
-                "only an exact allowlist entry permits it")
+            return parts
+        refuse(f"{what} points at an internal address ({host_port}); only an exact allowlist entry permits it")
     if any(fnmatch.fnmatchcase(host_port, p) for p in allowlist_entries(allowlist)):
-        return canonical
-    _refuse(f"'wiki' host {host_port} is not in the allowlist")
+        return parts
+    refuse(f"{what} host {host_port} is not in the allowlist")

@@ -140,6 +140,8 @@ class HubConfig(CommonConfig):
     # change feeds (docs/coordination.md): seconds between a reader's reads of one wiki's feed; 0: no feeds,
     # every page is revisited on its own
     feed_interval_s: float = 3.0
+    # dump bootstraps (docs/dumps.md): dump files one node reads at once (an ingest keeps a core busy)
+    dump_files_per_node: int = 1
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> "HubConfig":
@@ -167,6 +169,7 @@ class HubConfig(CommonConfig):
             poll_page_ids=get(env, "BW_POLL_PAGE_IDS", _positive_int, cls.poll_page_ids),
             report_page_items=get(env, "BW_REPORT_PAGE_ITEMS", _positive_int, cls.report_page_items),
             feed_interval_s=get(env, "BW_FEED_INTERVAL_S", _non_negative_float, cls.feed_interval_s),
+            dump_files_per_node=get(env, "BW_DUMP_FILES_PER_NODE", _positive_int, cls.dump_files_per_node),
         )
 
 
@@ -184,6 +187,8 @@ class SpawnConfig(CommonConfig):
     revisit_max_s: float
     wiki_allowlist: tuple[str, ...]     # only its exact host[:port] entries matter here: internal addresses
     credentials_file: str | None        # wiki credentials by name (spawn.wiki_auth); None: anonymous only
+    # dump files read at once; the hub names at most its own BW_DUMP_FILES_PER_NODE (set both alike)
+    dump_files_per_node: int = 1
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ, **overrides) -> "SpawnConfig":
@@ -204,6 +209,7 @@ class SpawnConfig(CommonConfig):
             revisit_max_s=get(env, "BW_REVISIT_MAX_S", float, 86_400.0),
             wiki_allowlist=get(env, "BW_WIKI_ALLOWLIST", _list, DEFAULT_WIKI_ALLOWLIST),
             credentials_file=get(env, "BW_CREDENTIALS_FILE", str, None),
+            dump_files_per_node=get(env, "BW_DUMP_FILES_PER_NODE", _positive_int, cls.dump_files_per_node),
         )
         values.update(overrides)
         return cls(**values)

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Iterable, Mapping
 
 from shared.errors import BlackWidowError, PayloadTooLarge, ValidationError
+from shared.dump_wire import DumpDuty, DumpReport
 from shared.feed_wire import FeedDuty, FeedReport, Nudge
 from shared.states import SubState
 from shared.wire_fields import keyed, listed, required, strings
@@ -433,6 +434,8 @@ class StatusReport:
     removed: tuple[str, ...] = ()
     # what this node's change feed readers read and the hub has not acknowledged (shared.feed_wire)
     feeds: Mapping[str, FeedReport] = field(default_factory=dict)
+    # how far the dump files this node was given got (shared.dump_wire), on a report's first page
+    dumps: Mapping[str, DumpReport] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -440,10 +443,13 @@ class StatusReport:
         d.pop("rejected")
         d.pop("identities")
         d.pop("feeds")
+        d.pop("dumps")
         if self.identities:      # absent when the node holds no identity-paced subscription
             d["identities"] = {key: use.to_dict() for key, use in self.identities.items()}
         if self.feeds:           # absent when the node reads no feed
             d["feeds"] = {wiki: report.to_dict() for wiki, report in self.feeds.items()}
+        if self.dumps:           # absent when the node reads no dump file
+            d["dumps"] = {file_id: report.to_dict() for file_id, report in self.dumps.items()}
         for name in ("next", "token"):
             if d[name] is None:
                 d.pop(name)
@@ -475,6 +481,7 @@ class StatusReport:
             delta=required(body, "delta", bool, optional=True, default=False),
             removed=tuple(strings(body, "removed")),
             feeds=keyed(body, "feeds", FeedReport.from_dict),
+            dumps=keyed(body, "dumps", DumpReport.from_dict),
         )
 
 
@@ -535,6 +542,8 @@ class Poll:
     feeds: Mapping[str, FeedDuty] = field(default_factory=dict)     # {wiki: the feed this node reads}
     changes: tuple[Nudge, ...] = ()
     followed: tuple[str, ...] = ()
+    # the dump files this node reads (shared.dump_wire), on a poll's first request only
+    dumps: tuple[DumpDuty, ...] = ()
 
     def to_dict(self) -> dict:
         body: dict = {"node_id": self.node_id, "assigned": list(self.assigned)}
@@ -552,6 +561,8 @@ class Poll:
             body["changes"] = [n.to_dict() for n in self.changes]
         if self.followed:
             body["followed"] = list(self.followed)
+        if self.dumps:
+            body["dumps"] = [duty.to_dict() for duty in self.dumps]
         return body
 
     @classmethod
@@ -575,7 +586,8 @@ class Poll:
                    report=None if report is None else ReportPage.from_dict(report),
                    feeds=keyed(body, "feeds", FeedDuty.from_dict),
                    changes=listed(body, "changes", Nudge.from_dict),
-                   followed=tuple(strings(body, "followed")))
+                   followed=tuple(strings(body, "followed")),
+                   dumps=listed(body, "dumps", DumpDuty.from_dict))
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from shared.http_errors import register_error_handlers
 from shared.logging import setup_logging
 from shared.metrics_listener import metrics_port
 from shared.revisions.store import RevisionStore
+from spawn.dump_duties import DumpRunners
 from spawn.hub_client import HubClient
 from spawn.metrics import SpawnMetrics
 from spawn.feed_reader import FeedReaders
@@ -51,12 +52,16 @@ def build_node(config: SpawnConfig, *, store: RevisionStore, metrics: SpawnMetri
     budgets = UpstreamBudgets(skew_s=config.max_clock_skew_s)
     wikis = Wikis(config, http=http, store=store, metrics=metrics, budgets=budgets, auth=auth)
     feeds = FeedReaders(wikis.client, metrics)
+    # dump hosts go through the wikis' check of internal addresses (and their User-Agent rule): a session of
+    # their own, so that a dump's long download never holds a wiki connection
+    dumps = DumpRunners(store, wiki_session(config.user_agent, config.wiki_allowlist, pool_size=2), metrics,
+                        max_running=config.dump_files_per_node)
     registry = Registry(wikis.make_source, orphan_after_s=config.orphan_after_s,
                         clock_skew_s=config.max_clock_skew_s)
     hub = HubClient(make_session(config.user_agent, pool_size=2), config.hub_url, config.node_secret,
                     timeout=(5.0, 10.0))
     return Node(registry, hub, advertise_url=config.advertise_url, detach_after_s=config.detach_after_s,
-                metrics=metrics, budgets=budgets, feeds=feeds, followed=wikis.followed)
+                metrics=metrics, budgets=budgets, feeds=feeds, followed=wikis.followed, dumps=dumps)
 
 
 _lock = threading.Lock()

@@ -23,9 +23,9 @@ import threading
 import time
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import mwxml  # type: ignore[import-untyped]
 from mwxml.element_iterator import ElementIterator  # type: ignore[import-untyped]
@@ -91,15 +91,17 @@ class FileCheckpoint:
     done: bool = False
     pages: int = 0                  # pages of the file fully written, in dump order
     last_page_id: int | None = None
+    revisions: int = 0              # revisions those pages hold (0 in checkpoints written before it was kept)
 
 
 class Checkpoint:
-    """Per-file resume state in one JSON file, replaced atomically (write, fsync, rename)."""
+    """Per-file resume state in one JSON file, replaced atomically (write, fsync, rename); with no path, in memory
+    only, seeded with `files` (a bootstrap through the hub: the hub keeps the resume point, spawn.dump_duties)."""
 
-    def __init__(self, path: str | os.PathLike[str]):
-        self.path = Path(path)
-        self.files: dict[str, FileCheckpoint] = {}
-        if self.path.exists():
+    def __init__(self, path: str | os.PathLike[str] | None, files: Mapping[str, FileCheckpoint] | None = None):
+        self.path = None if path is None else Path(path)
+        self.files: dict[str, FileCheckpoint] = dict(files or {})
+        if self.path is not None and self.path.exists():
             raw = json.loads(self.path.read_text(encoding="utf-8"))
             self.files = {k: FileCheckpoint(**v) for k, v in raw.get("files", {}).items()}
 
@@ -107,6 +109,8 @@ class Checkpoint:
         return self.files.setdefault(source, FileCheckpoint())
 
     def save(self) -> None:
+        if self.path is None:
+            return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(self.path.suffix + ".tmp")
         with open(tmp, "w", encoding="utf-8") as f:
@@ -135,6 +139,15 @@ class DumpIngest:
         self.batch, self.checkpoint_every, self.writers = batch, checkpoint_every, writers
         self.stop = stop or threading.Event()
         self.progress = DumpProgress([FileProgress(s) for s in sources])
+        # held while a file's resume point and written counts move together: figures() reads them on another thread
+        self._figures = threading.Lock()
+
+    def figures(self, index: int = 0) -> tuple[FileCheckpoint, FileProgress]:
+        """Copies of the `index`th file's checkpoint and progress, consistent with each other (a resume point whose
+        last page id lags its page count would refuse the file on resume). Safe from any thread."""
+        fp = self.progress.files[index]
+        with self._figures:
+            return replace(self.checkpoint.of(fp.source)), replace(fp)
 
     def run(self) -> bool:
         """True when every file is done; False when stopped early."""
@@ -242,9 +255,11 @@ class DumpIngest:
                     return
                 raise error
             pending.popleft()
-            cp.pages, cp.last_page_id = head.position, head.page_id
-            fp.pages_written += head.pages
-            fp.revisions_written += head.revisions
+            with self._figures:
+                cp.pages, cp.last_page_id = head.position, head.page_id
+                cp.revisions += head.revisions
+                fp.pages_written += head.pages
+                fp.revisions_written += head.revisions
 
     def _write_group(self, pages: list[list[Revision]]) -> None:
         for call in store_calls(pages, self.batch):

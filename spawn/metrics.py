@@ -34,7 +34,11 @@ class SpawnMetrics:
                                     "by what their sources must do", ["wiki", "kind"], registry=r)
         self.nudges = Counter("bw_spawn_nudges", "Sources nudged by changes the hub routed from a change feed",
                               ["kind"], registry=r)
+        self.dump_files = Counter("bw_spawn_dump_files", "Dump files whose reading ended on this node, by outcome "
+                                  "(done, failed, stopped)", ["outcome"], registry=r)
         self.detaches = Counter("bw_spawn_detaches", "Times this node detached after hub silence", registry=r)
+        self.dump_files_running = Gauge("bw_spawn_dump_files_running", "Dump files being read on this node",
+                                        registry=r)
         self.sources = Gauge("bw_spawn_sources", "Running data sources", registry=r)
         self.subscribers = Gauge("bw_spawn_subscribers", "Subscribers held", registry=r)
         self.attached = Gauge("bw_spawn_attached", "1 while attached to the hub", registry=r)

@@ -1,11 +1,11 @@
-"""/v1/subscriptions (one article, or `kind: pages`), /v1/subscriptions/bulk and /v1/subscriptions/{id}
-(admin token).
+"""/v1/subscriptions (one article, `kind: pages`, or a whole wiki: `kind: wiki`, shown under /v1/sets),
+/v1/subscriptions/bulk and /v1/subscriptions/{id} (admin token).
 
 Writes rows only; the scheduler routes and sends them to spawns on its next tick."""
 import falcon
 
-from blackwidow import representations, store, title_lists, validation
-from blackwidow.store import feeds as feeds_store
+from blackwidow import representations, store, title_lists, validation, wiki_sets
+from blackwidow.store import dumps as dumps_store, feeds as feeds_store
 from shared.json_body import read_json
 
 QUERY = ("tenant_id", "state", "node", "limit", "cursor")
@@ -18,7 +18,15 @@ class SubscriptionsResource:
 
     def on_post(self, req, resp) -> None:
         body = read_json(req, self._max_body)
-        if validation.subscription_kind(body) == "pages":
+        kind = validation.subscription_kind(body)
+        if kind == "wiki":
+            wanted = wiki_sets.parse_wiki_set(body, self._allowlist)
+            created = dumps_store.create_set(req.context.session, kind=kind, **vars(wanted))
+            resp.status = falcon.HTTP_201
+            resp.location = f"/v1/sets/{created.id}"
+            resp.media = representations.wiki_set(created)
+            return
+        if kind == "pages":
             result = store.create_pages(req.context.session, title_lists.parse_pages(body, self._allowlist))
             # 207: some titles were refused (the body says which and why), perhaps all of them
             resp.status = falcon.HTTP_207 if result["refused"] else falcon.HTTP_201

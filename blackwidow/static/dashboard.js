@@ -223,6 +223,31 @@
     ])), "No wiki's feed is followed yet.");
   }
 
+  function duration(seconds) {
+    if (seconds === null || seconds === undefined) return el("span", "—", "muted");
+    const s = Math.round(seconds);
+    if (s < 60) return el("span", s + " s");
+    if (s < 3600) return el("span", Math.round(s / 60) + " min");
+    return el("span", (s / 3600).toFixed(1) + " h");
+  }
+
+  function renderSets(data) {
+    fillTable("sets", data.sets.map((s) => {
+      const p = s.progress;
+      const failed = s.files.find((f) => f.error);
+      return row([
+        cell(shortId(s.id)),
+        cell(withTitle(el("span", wikiHost(s.wiki)), s.wiki), "name"),
+        cell(chip(label(s.state), s.state)),
+        cell(count(p.files_done) + " / " + count(p.files), "num"),
+        cell(count(p.revisions_written), "num"),
+        cell(count(Math.round(p.revisions_per_s)), "num"),
+        cell(duration(p.eta_s), "num"),
+        cell(failed ? withTitle(el("span", failed.error), failed.url) : el("span", "—", "muted"), "error"),
+      ]);
+    }), "No wiki is being bootstrapped from dumps.");
+  }
+
   function setStatus(text, kind) {
     const status = byId("status");
     status.textContent = text;
@@ -230,7 +255,7 @@
   }
 
   function clearData() {
-    for (const id of ["nodes", "subscriptions", "identities", "feeds", "tenants", "reloads"]) {
+    for (const id of ["nodes", "subscriptions", "identities", "feeds", "sets", "tenants", "reloads"]) {
       byId(id).tBodies[0].replaceChildren();
     }
     for (const id of ["state-counts", "total-nodes", "total-subscriptions", "total-revisions", "total-tenants",
@@ -258,6 +283,7 @@
     renderSubscriptions(data);
     renderIdentities(data);
     renderFeeds(data);
+    renderSets(data);
     renderTenants(data);
     renderReloads(data);
     byId("data").hidden = false;

@@ -1,11 +1,12 @@
 """What the operator's dashboard shows, read in one transaction: nodes, subscriptions by state, the most
 recently changed subscriptions, the busiest tenants, the latest reloads, the upstream identities and the
-wikis' change feeds. Reads only."""
+wikis' change feeds, the dump bootstraps. Reads only."""
 from typing import NamedTuple
 
 import sqlalchemy as sa
 
 from blackwidow.models import Reload, Subscription, Tenant
+from blackwidow.store.dumps import SetView, list_sets
 from blackwidow.store.feeds import FeedView, list_feeds
 from blackwidow.store.identities import IdentityView, list_identities
 from blackwidow.store.nodes import NodeLoad, list_nodes
@@ -27,6 +28,7 @@ class DashboardData(NamedTuple):
     reloads: list[Reload]                             # newest first
     identities: list[IdentityView] = []               # by host, with the windows not ended
     feeds: list[FeedView] = []                        # by wiki
+    sets: list[SetView] = []                          # set subscriptions and their dump files, oldest first
 
 
 def dashboard_data(session, *, state: str | None = None, now: float = 0.0) -> DashboardData:
@@ -47,4 +49,5 @@ def dashboard_data(session, *, state: str | None = None, now: float = 0.0) -> Da
         reloads=list(session.scalars(sa.select(Reload).order_by(Reload.id.desc()).limit(RELOADS))),
         identities=list_identities(session, now=now),
         feeds=list_feeds(session),
+        sets=list_sets(session),
     )

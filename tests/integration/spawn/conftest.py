@@ -1,22 +1,12 @@
-"""Fixtures for spawn integration tests: a fresh Cassandra keyspace per test (a harvest of the same
-article in another test must not look like a resume), and spawn configuration on the real wiki."""
-import uuid
+"""Fixtures for spawn integration tests: a store on a fresh Cassandra keyspace per test (tests/fixtures/cassandra.py,
+`keyspace`), and spawn configuration on the real wiki."""
 
 import pytest
 
 from shared.config import SpawnConfig
 from shared.revisions.cassandra_store import CassandraRevisionStore
-from shared.revisions.cql_schema import apply_schema
 
 SECRET = "spawn-integration-secret"
-
-
-@pytest.fixture
-def keyspace(cassandra_session):
-    name = f"bw_spawn_{uuid.uuid4().hex[:10]}"
-    apply_schema(cassandra_session, name, 1)
-    yield name
-    cassandra_session.execute(f"DROP KEYSPACE IF EXISTS {name}", timeout=60)
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import bz2
 import gzip
-import hashlib
 import os
 import shutil
 import signal
@@ -17,7 +16,6 @@ import threading
 import time
 import uuid
 import xml.etree.ElementTree as ET
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +25,7 @@ from shared.revisions.sqlite_store import SQLiteRevisionStore
 from spawn.dump_ingest import Checkpoint, DumpIngest
 from spawn.dump_rows import (DumpCorrupt, DumpNotFound, DumpSchemaUnknown, DumpStalled, DumpWrongWiki,
                              ExpectedSite)
-from tests.support.dumps import split_pages, unpack_chwiki
+from tests.support.dumps import X, assert_stored, split_pages, truth, unpack_chwiki
 
 pytestmark = pytest.mark.integration
 
@@ -35,42 +33,6 @@ ROOT = Path(__file__).resolve().parents[3]
 WIKI = "ch.wikipedia.org"
 CHWIKI = ExpectedSite(dbname="chwiki", host=WIKI)
 REVISIONS, PAGES, PARTS = 13_598, 2_293, 4
-X = "{http://www.mediawiki.org/xml/export-0.10/}"
-
-
-def truth(path: Path) -> dict[int, dict[str, Any]]:
-    """rev_id -> the fields the store must hold, read with ElementTree independently of the code under test."""
-    out: dict[int, dict[str, Any]] = {}
-    for _, el in ET.iterparse(path):
-        if el.tag != X + "page":
-            continue
-        page = (int(el.findtext(X + "id")), int(el.findtext(X + "ns")), el.findtext(X + "title"))
-        for rev in el.iter(X + "revision"):
-            who, text_el, comment = rev.find(X + "contributor"), rev.find(X + "text"), rev.find(X + "comment")
-            user_hidden = who.get("deleted") is not None
-            ip = who.findtext(X + "ip")
-            text_hidden = text_el.get("deleted") is not None
-            text = None if text_hidden else (text_el.text or "")
-            out[int(rev.findtext(X + "id"))] = {
-                "page_id": page[0], "ns": page[1], "title": page[2],
-                "parent_id": int(rev.findtext(X + "parentid") or 0),
-                "timestamp": datetime.strptime(rev.findtext(X + "timestamp"), "%Y-%m-%dT%H:%M:%SZ")
-                .replace(tzinfo=timezone.utc),
-                "user": None if user_hidden else (ip or who.findtext(X + "username") or ""),
-                "user_id": None if user_hidden else (0 if ip else int(who.findtext(X + "id"))),
-                "anon": not user_hidden and (ip is not None or who.findtext(X + "id") == "0"),
-                "minor": rev.find(X + "minor") is not None,
-                "size": max(int(text_el.get("bytes")), 0) if text_el.get("bytes") else len((text or "").encode()),
-                "sha1": None if text is None else hashlib.sha1(text.encode()).hexdigest(),
-                "comment": None if comment is not None and comment.get("deleted") else
-                (comment.text or "" if comment is not None else ""),
-                "content_model": rev.findtext(X + "model"), "tags": (),
-                "user_hidden": user_hidden, "text_hidden": text_hidden, "sha1_hidden": text_hidden,
-                "comment_hidden": comment is not None and comment.get("deleted") is not None,
-                "content": text,
-            }
-        el.clear()
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -105,14 +67,7 @@ def published(edge, tmp_path_factory):
 
 
 def assert_equal(store, expected: dict[int, dict[str, Any]], *, content: bool) -> None:
-    stored = {r.rev_id: r for r in store.revisions(WIKI)}
-    assert sorted(stored) == sorted(expected)
-    for rev_id, want in expected.items():
-        got = stored[rev_id]
-        fields = {k: getattr(got, k) for k in want if k != "content"}
-        assert fields == {k: v for k, v in want.items() if k != "content"}, rev_id
-        if content:
-            assert store.content(WIKI, rev_id) == want["content"], rev_id
+    assert_stored(store, WIKI, expected, content=content)
 
 
 def ingest(urls, store, checkpoint: Path, edge, **kw) -> DumpIngest:

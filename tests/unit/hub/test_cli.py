@@ -51,6 +51,17 @@ def run(argv):
     (["subs", "delete", "S"], ("DELETE", "/v1/subscriptions/S", None, None)),
     (["nodes", "list"], ("GET", "/v1/nodes", None, None)),
     (["nodes", "get", "N"], ("GET", "/v1/nodes/N", None, None)),
+    (["sets", "add", "--tenant", "T", "--wiki", "W", "U1", "U2"],
+     ("POST", "/v1/subscriptions", {"kind": "wiki", "tenant_id": "T", "wiki": "W", "dumps": ["U1", "U2"]}, None)),
+    (["sets", "add", "--tenant", "T", "--wiki", "W", "--dbname", "chwiki", "--parallel", "1", "--content", "U"],
+     ("POST", "/v1/subscriptions", {"kind": "wiki", "tenant_id": "T", "wiki": "W", "dumps": ["U"],
+                                    "dbname": "chwiki", "content": True, "parallel": 1}, None)),
+    (["sets", "list"], ("GET", "/v1/sets", None, None)),
+    (["sets", "list", "--tenant", "T"], ("GET", "/v1/sets", None, {"tenant_id": "T"})),
+    (["sets", "get", "S"], ("GET", "/v1/sets/S", None, None)),
+    (["sets", "stop", "S"], ("PATCH", "/v1/sets/S", {"enabled": False}, None)),
+    (["sets", "resume", "S"], ("PATCH", "/v1/sets/S", {"enabled": True}, None)),
+    (["sets", "delete", "S"], ("DELETE", "/v1/sets/S", None, None)),
 ])
 def test_admin_commands_map_to_rest_calls(argv, call):
     calls, _ = run(argv)

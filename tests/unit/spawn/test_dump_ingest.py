@@ -17,7 +17,8 @@ import responses
 
 from shared.revisions.sqlite_store import SQLiteRevisionStore
 from shared.revisions.store import StoreError
-from spawn.dump_ingest import Checkpoint, DumpIngest, DumpProgress, FileProgress, eta, store_calls
+from spawn.dump_ingest import (Checkpoint, DumpIngest, DumpProgress, FileCheckpoint, FileProgress, eta,
+                               store_calls)
 from spawn.dump_rows import (DumpCorrupt, DumpNotFound, DumpSchemaUnknown, DumpStalled, DumpWrongWiki, ExpectedSite,
                              check_schema, check_site, dump_size, sha1_hex,
                              user_name)
@@ -382,6 +383,27 @@ def test_checkpoint_is_replaced_atomically(tmp_path):
     cp.save()
     assert Checkpoint(tmp_path / "sub" / "cp.json").of("a").pages == 3
     assert [p.name for p in Path(tmp_path / "sub").iterdir()] == ["cp.json"]
+
+
+def test_the_checkpoint_counts_the_revisions_written_and_reads_files_from_before_it_did(tmp_path, store):
+    path = tmp_path / "d.xml"
+    path.write_text(dump_xml(pages(1, 4)))
+    assert ingest([path], store, tmp_path, batch=3).run()
+    assert Checkpoint(tmp_path / "cp.json").of(str(path)) == FileCheckpoint(True, 4, 4, 12)
+    old = tmp_path / "old.json"
+    old.write_text('{"files": {"a": {"done": false, "pages": 2, "last_page_id": 7}}}')
+    assert Checkpoint(old).of("a") == FileCheckpoint(False, 2, 7, 0)
+
+
+def test_a_checkpoint_without_a_path_lives_in_memory(tmp_path, store):
+    path = tmp_path / "d.xml"
+    path.write_text(dump_xml(pages(1, 4)))
+    cp = Checkpoint(None, {str(path): FileCheckpoint(pages=2, last_page_id=2, revisions=6)})
+    run = DumpIngest([str(path)], wiki=WIKI, store=store, checkpoint=cp, http=requests.Session())
+    assert run.run()
+    assert run.figures()[0] == FileCheckpoint(True, 4, 4, 12)
+    assert not [p for p in tmp_path.iterdir() if p.suffix in (".json", ".tmp")]
+    assert {r.page_id for r in store.revisions(WIKI)} == {3, 4}
 
 
 def split(data: bytes, size: int) -> list[bytes]:

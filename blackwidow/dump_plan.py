@@ -1,0 +1,140 @@
+"""Dump bootstraps, the tick's rules (docs/dumps.md, "Bootstrapping through the hub"). Pure.
+
+A set subscription that names dump files has one row per file. Each tick the scheduler
+
+  1. `placed(files, live, now, per_node)`: gives each file that still has work a live node, at most the set's
+     `parallel` files at once (dump servers limit connections per client) and `per_node` on any node (an ingest
+     keeps a core busy); a file already on a live node stays there (moving it re-reads it from its start);
+  2. sends each node its `duties(files)` in its poll;
+  3. `absorbed(files, reports, answered, now, rules)`: takes what the file's own node reports: the resume point
+     (pages durably written) only ever forward, `done`, or `failed` with the error and a backoff before the file
+     is read again (from its resume point, on whichever node is free then).
+
+The resume point lives here, not on the spawn: a file whose node dies, detaches or restarts resumes elsewhere
+(or there) from the last point a report carried. Pages written after it are written again, which the store's
+idempotent writes make harmless.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import Callable, Iterable, Mapping
+
+from shared.dump_wire import DONE, FAILED, DumpDuty, DumpReport, Resume
+from shared.hashing import stable_hash
+
+PENDING = "pending"         # waiting for a node
+READING = "reading"         # placed on `node`, which reads it
+FILE_STATES = (PENDING, READING, DONE, FAILED)
+
+
+@dataclass(frozen=True)
+class FileState:
+    """One dump file of one set as the tick sees it; the set's settings travel with it."""
+    id: str
+    set_id: str
+    position: int                   # the file's place in its set's list: files are started in this order
+    url: str
+    wiki: str
+    dbname: str | None = None
+    content: bool = False
+    enabled: bool = True            # the set's
+    parallel: int = 2               # the set's files read at once
+    state: str = PENDING
+    node: str | None = None
+    resume: Resume = Resume()
+    attempts: int = 0               # failures so far
+    retry_at: datetime | None = None
+    error: str | None = None
+    report: DumpReport | None = None     # the latest figures its node reported
+    reported_at: datetime | None = None
+    finished_at: datetime | None = None
+
+    @property
+    def duty(self) -> DumpDuty:
+        return DumpDuty(file_id=self.id, set_id=self.set_id, url=self.url, wiki=self.wiki, dbname=self.dbname,
+                        content=self.content, resume=self.resume)
+
+
+def _wanted(f: FileState, now: datetime) -> bool:
+    """Whether the file needs a node now."""
+    if not f.enabled or f.state == DONE:
+        return False
+    return f.state != FAILED or f.retry_at is None or now >= f.retry_at
+
+
+def placed(files: Mapping[str, FileState], live: Iterable[str], now: datetime,
+           per_node: int = 1) -> dict[str, FileState]:
+    """The files with this tick's nodes (only those that changed are new objects)."""
+    live = frozenset(live)
+    out = dict(files)
+    load: dict[str, int] = {node: 0 for node in live}
+    running: dict[str, int] = {}
+    for fid, f in files.items():
+        keep = f.node is not None and f.node in live and f.state == READING and f.enabled
+        if keep:
+            load[f.node] += 1               # type: ignore[index]
+            running[f.set_id] = running.get(f.set_id, 0) + 1
+        elif f.node is not None or f.state == READING:
+            # its node is gone, or the set was disabled: the file waits for a node, from its resume point
+            out[fid] = replace(f, node=None, state=PENDING if f.state == READING else f.state)
+    waiting = sorted((f for f in out.values() if f.node is None and _wanted(f, now)),
+                     key=lambda f: (f.set_id, f.position))
+    for f in waiting:
+        if running.get(f.set_id, 0) >= f.parallel:
+            continue
+        free = [node for node, n in load.items() if n < per_node]
+        if not free:
+            break
+        node = min(free, key=lambda n: (load[n], -stable_hash(f"{f.id}|{n}")))
+        load[node] += 1
+        running[f.set_id] = running.get(f.set_id, 0) + 1
+        out[f.id] = replace(f, node=node, state=READING)
+    return out
+
+
+def duties(files: Mapping[str, FileState]) -> dict[str, tuple[DumpDuty, ...]]:
+    """{node: the files it reads}, in a stable order."""
+    out: dict[str, list[DumpDuty]] = {}
+    for f in sorted(files.values(), key=lambda f: (f.set_id, f.position)):
+        if f.node is not None and f.state == READING:
+            out.setdefault(f.node, []).append(f.duty)
+    return {node: tuple(d) for node, d in out.items()}
+
+
+def absorbed(files: Mapping[str, FileState], reports: Mapping[str, Mapping[str, DumpReport]],
+             now: datetime, retry_delay: Callable[[int], float]) -> dict[str, FileState]:
+    """The files after this tick's polls. `reports`: {answering node: its `dumps`}. Only the file's own node is
+    heard: a node it left (or that lost it and reads it again) says nothing about it. `retry_delay(n)`: seconds
+    before a file that failed n + 1 times is read again (blackwidow.decide.failed_retry_delay)."""
+    out = dict(files)
+    for fid, f in files.items():
+        if f.node is None or f.state != READING:
+            continue
+        report = reports.get(f.node, {}).get(fid)
+        if report is None:
+            continue        # not started there yet, or the node did not answer
+        resume = report.resume if report.resume.pages >= f.resume.pages else f.resume
+        heard = replace(f, resume=resume, report=report, reported_at=now)
+        if report.state == DONE:
+            out[fid] = replace(heard, state=DONE, node=None, error=None, retry_at=None, finished_at=now)
+        elif report.state == FAILED:
+            attempts = f.attempts + 1
+            out[fid] = replace(heard, state=FAILED, node=None, attempts=attempts, error=report.error,
+                               retry_at=now + timedelta(seconds=retry_delay(attempts - 1)))
+        else:
+            out[fid] = heard
+    return out
+
+
+def set_state(states: Iterable[str], enabled: bool) -> str:
+    """What a set subscription shows: `disabled`; `failed` while any file failed (it is retried, and the set is
+    never complete until it is read); `dumped` once every file is; else `bootstrapping`."""
+    states = list(states)
+    if not enabled:
+        return "disabled"
+    if any(s == FAILED for s in states):
+        return "failed"
+    if states and all(s == DONE for s in states):
+        return "dumped"
+    return "bootstrapping"

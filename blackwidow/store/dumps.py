@@ -1,0 +1,168 @@
+"""SQL of set subscriptions and their dump files (`wiki_sets`, `dump_files`; blackwidow.dump_plan). Functions take
+the session first and never commit."""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Mapping, Sequence
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from blackwidow.dump_plan import FileState
+from blackwidow.models import DumpFile, Tenant, WikiSet
+from blackwidow.store.pagination import as_utc
+from shared.dump_wire import DONE, DumpReport, Resume
+from shared.errors import ValidationError
+
+MAX_ERROR = 500
+
+
+def create_set(session: Session, *, tenant_id: str, wiki: str, kind: str, dumps: Sequence[str],
+               dbname: str | None, content: bool, parallel: int, enabled: bool = True) -> SetView:
+    """Raises ValidationError naming tenant_id for an unknown tenant."""
+    if session.get(Tenant, tenant_id) is None:
+        raise ValidationError(f"no tenant {tenant_id}", field="tenant_id")
+    row = WikiSet(id=str(uuid.uuid4()), tenant_id=tenant_id, wiki=wiki, kind=kind, dbname=dbname, content=content,
+                  parallel=parallel, enabled=enabled)
+    session.add(row)
+    session.flush()             # the set before its files: their foreign key names it
+    for position, url in enumerate(dumps):
+        session.add(DumpFile(id=str(uuid.uuid4()), set_id=row.id, position=position, url=url, state="pending",
+                             pages=0, revisions=0, bytes_read=0, revisions_read=0, revisions_per_s=0.0,
+                             bytes_per_s=0.0, attempts=0))
+    session.flush()
+    return _set_view(row, session.scalars(sa.select(DumpFile).where(DumpFile.set_id == row.id)).all())
+
+
+def load_files(session: Session) -> dict[str, FileState]:
+    """Every file with work left (not done), with its set's settings: what a tick plans over."""
+    rows = session.execute(sa.select(DumpFile, WikiSet).join(WikiSet, DumpFile.set_id == WikiSet.id)
+                           .where(DumpFile.state != DONE))
+    return {f.id: _state(f, s) for f, s in rows}
+
+
+def _state(f: DumpFile, s: WikiSet) -> FileState:
+    report = None
+    if f.reported_at is not None:
+        report = DumpReport(file_id=f.id, state=f.state if f.state in (DONE, "failed") else "reading",
+                            resume=Resume(f.pages, f.last_page_id, f.revisions), bytes_read=f.bytes_read,
+                            bytes_total=f.bytes_total, revisions_read=f.revisions_read,
+                            revisions_per_s=f.revisions_per_s, bytes_per_s=f.bytes_per_s, error=f.error)
+    return FileState(id=f.id, set_id=f.set_id, position=f.position, url=f.url, wiki=s.wiki, dbname=s.dbname,
+                     content=s.content, enabled=s.enabled, parallel=s.parallel, state=f.state, node=f.node_id,
+                     resume=Resume(f.pages, f.last_page_id, f.revisions), attempts=f.attempts,
+                     retry_at=_aware(f.retry_at), error=f.error, report=report, reported_at=_aware(f.reported_at),
+                     finished_at=_aware(f.finished_at))
+
+
+def save_files(session: Session, files: Mapping[str, FileState], before: Mapping[str, FileState]) -> int:
+    """Write the files that changed since `before`; a file deleted meanwhile (its set was) is skipped. Returns
+    the rows written."""
+    written = 0
+    for fid, f in files.items():
+        if before.get(fid) == f:
+            continue
+        row = session.get(DumpFile, fid)
+        if row is None:
+            continue
+        row.state, row.node_id = f.state, f.node
+        row.pages, row.last_page_id, row.revisions = f.resume.pages, f.resume.last_page_id, f.resume.revisions
+        row.attempts, row.retry_at, row.reported_at, row.finished_at = (f.attempts, f.retry_at, f.reported_at,
+                                                                        f.finished_at)
+        row.error = None if f.error is None else f.error[:MAX_ERROR]
+        r = f.report
+        if r is not None:
+            row.bytes_read, row.bytes_total, row.revisions_read = r.bytes_read, r.bytes_total, r.revisions_read
+            row.revisions_per_s, row.bytes_per_s = r.revisions_per_s, r.bytes_per_s
+        written += 1
+    return written
+
+
+@dataclass(frozen=True)
+class FileView:
+    id: str
+    position: int
+    url: str
+    state: str
+    node_id: str | None
+    pages: int
+    revisions: int
+    bytes_read: int
+    bytes_total: int | None
+    revisions_read: int
+    revisions_per_s: float
+    bytes_per_s: float
+    error: str | None
+    attempts: int
+    retry_at: datetime | None
+    reported_at: datetime | None
+    finished_at: datetime | None
+
+
+@dataclass(frozen=True)
+class SetView:
+    id: str
+    tenant_id: str
+    wiki: str
+    kind: str
+    dbname: str | None
+    content: bool
+    enabled: bool
+    parallel: int
+    created_at: datetime
+    files: tuple[FileView, ...] = ()
+
+
+def _file_view(f: DumpFile) -> FileView:
+    return FileView(f.id, f.position, f.url, f.state, f.node_id, f.pages, f.revisions, f.bytes_read, f.bytes_total,
+                    f.revisions_read, f.revisions_per_s, f.bytes_per_s, f.error, f.attempts, _aware(f.retry_at),
+                    _aware(f.reported_at), _aware(f.finished_at))
+
+
+def _set_view(s: WikiSet, files: Sequence[DumpFile]) -> SetView:
+    return SetView(s.id, s.tenant_id, s.wiki, s.kind, s.dbname, s.content, s.enabled, s.parallel,
+                   as_utc(s.created_at), tuple(_file_view(f) for f in sorted(files, key=lambda f: f.position)))
+
+
+def get_set(session: Session, set_id: str) -> SetView | None:
+    row = session.get(WikiSet, set_id)
+    if row is None:
+        return None
+    return _set_view(row, session.scalars(sa.select(DumpFile).where(DumpFile.set_id == set_id)).all())
+
+
+def list_sets(session: Session, tenant_id: str | None = None) -> list[SetView]:
+    query = sa.select(WikiSet).order_by(WikiSet.created_at, WikiSet.id)
+    if tenant_id is not None:
+        query = query.where(WikiSet.tenant_id == tenant_id)
+    sets = session.scalars(query).all()
+    files: dict[str, list[DumpFile]] = {}
+    if sets:
+        for f in session.scalars(sa.select(DumpFile).where(DumpFile.set_id.in_([s.id for s in sets]))):
+            files.setdefault(f.set_id, []).append(f)
+    return [_set_view(s, files.get(s.id, [])) for s in sets]
+
+
+def set_enabled(session: Session, set_id: str, enabled: bool) -> SetView | None:
+    row = session.get(WikiSet, set_id)
+    if row is None:
+        return None
+    row.enabled = enabled
+    session.flush()
+    return get_set(session, set_id)
+
+
+def delete_set(session: Session, set_id: str) -> bool:
+    """The set and its files (the stored revisions stay: they are the wiki's, shared with other subscribers)."""
+    row = session.get(WikiSet, set_id)
+    if row is None:
+        return False
+    session.execute(sa.delete(DumpFile).where(DumpFile.set_id == set_id))
+    session.delete(row)
+    return True
+
+
+def _aware(value: datetime | None) -> datetime | None:
+    return None if value is None else as_utc(value)

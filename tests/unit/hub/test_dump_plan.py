@@ -1,0 +1,126 @@
+"""blackwidow.dump_plan: which node reads which dump file, and what its reports change. Tables, no I/O."""
+from dataclasses import replace
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from blackwidow import dump_plan
+from blackwidow.decide import Rules, failed_retry_delay
+from blackwidow.dump_plan import PENDING, READING, FileState
+from shared.dump_wire import DONE, FAILED, DumpReport, Resume
+
+AT = datetime(2026, 11, 25, 8, 0, tzinfo=timezone.utc)
+RULES = Rules(node_failures=3, routing="modulo")
+WIKI = "https://ch.wikipedia.org/w/api.php"
+
+
+def retry(failures: int) -> float:
+    return failed_retry_delay(failures, RULES)
+
+
+def files(*specs: tuple[str, str, int], parallel: int = 2, **kw) -> dict[str, FileState]:
+    """(file id, set id, position) -> a pending file."""
+    return {fid: FileState(id=fid, set_id=sid, position=pos, url=f"https://dumps.test/{fid}.xml.bz2", wiki=WIKI,
+                           parallel=parallel, **kw) for fid, sid, pos in specs}
+
+
+def nodes_of(out: dict[str, FileState]) -> dict[str, str | None]:
+    return {fid: f.node for fid, f in sorted(out.items())}
+
+
+def test_files_start_in_list_order_up_to_the_sets_parallel_and_one_per_node():
+    four = files(("a", "s", 0), ("b", "s", 1), ("c", "s", 2), ("d", "s", 3), parallel=2)
+    out = dump_plan.placed(four, {"n1", "n2", "n3"}, AT)
+    assert [fid for fid, node in nodes_of(out).items() if node] == ["a", "b"]
+    assert len({out["a"].node, out["b"].node}) == 2            # one file per node
+    assert {f.state for f in out.values()} == {READING, PENDING}
+
+
+def test_per_node_bounds_files_on_a_node_and_sets_share_the_nodes():
+    two_sets = files(("a", "s", 0), ("b", "s", 1), ("x", "t", 0), ("y", "t", 1), parallel=2)
+    out = dump_plan.placed(two_sets, {"n1"}, AT, per_node=1)
+    assert sum(node is not None for node in nodes_of(out).values()) == 1
+    out = dump_plan.placed(two_sets, {"n1", "n2"}, AT, per_node=2)
+    assert sorted(fid for fid, node in nodes_of(out).items() if node) == ["a", "b", "x", "y"]
+    assert all(sum(f.node == n for f in out.values()) == 2 for n in ("n1", "n2"))
+
+
+def test_a_file_on_a_live_node_stays_there_whatever_joins():
+    start = dump_plan.placed(files(("a", "s", 0)), {"n1"}, AT)
+    assert start["a"].node == "n1"
+    assert dump_plan.placed(start, {"n1", "n2", "n3", "n4"}, AT)["a"].node == "n1"
+
+
+def test_a_file_whose_node_is_gone_goes_elsewhere_keeping_its_resume_point():
+    resume = Resume(pages=120, last_page_id=4410, revisions=3000)
+    on_n1 = {"a": replace(files(("a", "s", 0))["a"], node="n1", state=READING, resume=resume)}
+    out = dump_plan.placed(on_n1, {"n2"}, AT)
+    assert (out["a"].node, out["a"].state, out["a"].resume) == ("n2", READING, resume)
+    assert dump_plan.duties(out)["n2"][0].resume == resume
+    assert dump_plan.placed(on_n1, set(), AT)["a"].node is None        # no node: it waits, pending
+
+
+@pytest.mark.parametrize("state, enabled, retry_in_s, wanted", [
+    (PENDING, True, None, True),
+    (PENDING, False, None, False),          # the set is stopped
+    (DONE, True, None, False),
+    (FAILED, True, 30, False),              # backing off
+    (FAILED, True, -1, True),               # its retry is due
+])
+def test_which_files_want_a_node(state, enabled, retry_in_s, wanted):
+    retry_at = None if retry_in_s is None else AT + timedelta(seconds=retry_in_s)
+    one = files(("a", "s", 0), state=state, enabled=enabled, retry_at=retry_at)
+    assert (dump_plan.placed(one, {"n1"}, AT)["a"].node is not None) is wanted
+
+
+def test_a_stopped_set_takes_its_files_off_their_nodes():
+    reading = {"a": replace(files(("a", "s", 0))["a"], node="n1", state=READING, enabled=False)}
+    out = dump_plan.placed(reading, {"n1"}, AT)
+    assert (out["a"].node, out["a"].state) == (None, PENDING)
+    assert dump_plan.duties(out) == {}
+
+
+def _reading(**kw) -> dict[str, FileState]:
+    return {"a": replace(files(("a", "s", 0))["a"], node="n1", state=READING, **kw)}
+
+
+def test_reports_move_the_resume_point_forward_only_from_the_files_own_node():
+    before = _reading(resume=Resume(10, 100, 50))
+    ahead = DumpReport("a", "reading", resume=Resume(20, 200, 90), bytes_read=5000)
+    behind = DumpReport("a", "reading", resume=Resume(5, 50, 20))
+    out = dump_plan.absorbed(before, {"n1": {"a": ahead}}, AT, retry)
+    assert (out["a"].resume, out["a"].report, out["a"].reported_at) == (Resume(20, 200, 90), ahead, AT)
+    assert dump_plan.absorbed(before, {"n1": {"a": behind}}, AT, retry)["a"].resume == Resume(10, 100, 50)
+    assert dump_plan.absorbed(before, {"n2": {"a": ahead}}, AT, retry) == before     # not its node
+    assert dump_plan.absorbed(before, {"n1": {}}, AT, retry) == before               # not started there yet
+
+
+def test_done_frees_the_node_and_the_next_file_starts():
+    two = files(("a", "s", 0), ("b", "s", 1), parallel=1)
+    out = dump_plan.placed(two, {"n1"}, AT)
+    assert nodes_of(out) == {"a": "n1", "b": None}
+    done = DumpReport("a", DONE, resume=Resume(7, 70, 700))
+    out = dump_plan.absorbed(out, {"n1": {"a": done}}, AT, retry)
+    assert (out["a"].state, out["a"].node, out["a"].finished_at) == (DONE, None, AT)
+    assert nodes_of(dump_plan.placed(out, {"n1"}, AT)) == {"a": None, "b": "n1"}
+
+
+def test_a_failure_backs_off_longer_each_time_and_keeps_the_error():
+    failure = DumpReport("a", FAILED, resume=Resume(3, 30, 9), error="DumpStalled: no byte for 60 s")
+    out = dump_plan.absorbed(_reading(), {"n1": {"a": failure}}, AT, retry)
+    f = out["a"]
+    assert (f.state, f.node, f.attempts, f.error, f.resume) == (FAILED, None, 1, failure.error, Resume(3, 30, 9))
+    assert f.retry_at == AT + timedelta(seconds=30)
+    again = dump_plan.absorbed(_reading(attempts=1), {"n1": {"a": failure}}, AT, retry)["a"]
+    assert again.retry_at == AT + timedelta(seconds=60)
+
+
+@pytest.mark.parametrize("states, enabled, shown", [
+    ([PENDING, READING], True, "bootstrapping"),
+    ([DONE, FAILED], True, "failed"),
+    ([DONE, DONE], True, "dumped"),
+    ([DONE, DONE], False, "disabled"),
+    ([], True, "bootstrapping"),
+])
+def test_set_state(states, enabled, shown):
+    assert dump_plan.set_state(states, enabled) == shown

@@ -1,0 +1,189 @@
+"""`kind: wiki` subscriptions (a whole wiki bootstrapped from dump files) through the admin API, and one tick of
+the scheduler handing their files to nodes and taking the nodes' reports back (blackwidow.poller with a spawn
+client that answers as a spawn reading the files would)."""
+from datetime import datetime, timezone
+
+import pytest
+
+from blackwidow import poller, representations
+from blackwidow.store.dumps import FileView
+from blackwidow.store.nodes import register_node
+from shared.dump_wire import DONE, FAILED, DumpReport, Resume
+from shared.wire import Poll, StatusReport
+from tests.fixtures.hub import LOCAL_WIKI, api_client, hub_config
+
+DUMPS = ["https://dumps.wikimedia.org/chwiki/20260101/chwiki-20260101-pages-meta-history1.xml.bz2",
+         "https://dumps.wikimedia.org/chwiki/20260101/chwiki-20260101-pages-meta-history2.xml.bz2",
+         "https://dumps.wikimedia.org/chwiki/20260101/chwiki-20260101-pages-meta-history3.xml.bz2"]
+
+ALLOWLIST = "127.0.0.1:8780,*.wikipedia.org,dumps.wikimedia.org"
+
+
+@pytest.fixture
+def api(sqlite_url, hub_maker):
+    return api_client(hub_config(sqlite_url, BW_WIKI_ALLOWLIST=ALLOWLIST), hub_maker)
+
+
+def create(api, tenant, **extra):
+    body = {"kind": "wiki", "tenant_id": tenant["id"], "wiki": LOCAL_WIKI, "dumps": DUMPS, **extra}
+    return api.simulate_post("/v1/subscriptions", json=body)
+
+
+def test_create_shows_the_set_and_its_files(api, tenant):
+    resp = create(api, tenant, dbname="chwiki", content=True, parallel=1)
+    assert resp.status_code == 201
+    s = resp.json
+    assert resp.headers["location"] == f"/v1/sets/{s['id']}"
+    assert (s["kind"], s["wiki"], s["dbname"], s["content"], s["parallel"], s["state"]) == (
+        "wiki", LOCAL_WIKI, "chwiki", True, 1, "bootstrapping")
+    assert [(f["position"], f["url"], f["state"]) for f in s["files"]] == \
+        [(i, u, "pending") for i, u in enumerate(DUMPS)]
+    assert s["progress"]["files"] == 3 and s["progress"]["revisions_written"] == 0
+    assert s["progress"]["eta_s"] is None                  # no file's size known yet
+    assert api.simulate_get(f"/v1/sets/{s['id']}").json == s
+    assert [x["id"] for x in api.simulate_get("/v1/sets", params={"tenant_id": tenant["id"]}).json["items"]] == \
+        [s["id"]]
+    # the per-article listing is not where sets live
+    assert api.simulate_get("/v1/subscriptions").json["items"] == []
+
+
+@pytest.mark.parametrize("extra, field", [
+    ({"dumps": []}, "dumps"),
+    ({"dumps": "https://dumps.wikimedia.org/a.xml"}, "dumps"),
+    ({"dumps": [DUMPS[0], 7]}, "dumps[1]"),
+    ({"dumps": [DUMPS[0], "ftp://dumps.wikimedia.org/b.xml"]}, "dumps[1]"),
+    ({"dumps": [DUMPS[0], "http://10.0.0.8/b.xml"]}, "dumps[1]"),            # internal, not allowlisted
+    ({"dumps": [DUMPS[0], "https://evil.example/b.xml"]}, "dumps[1]"),       # host not allowlisted
+    ({"dumps": [DUMPS[0], DUMPS[0]]}, "dumps[1]"),
+    ({"dbname": "Ch Wiki"}, "dbname"),
+    ({"parallel": 0}, "parallel"),
+    ({"parallel": 9}, "parallel"),
+    ({"wiki": "https://ch.wikipedia.org/wiki/Main_Page"}, "wiki"),
+    ({"tenant_id": "1b4e28ba-2fa1-41d2-883f-0016d3cca427"}, "tenant_id"),
+    ({"title": "Guam"}, "title"),                       # not a field of this kind
+])
+def test_bad_input_is_refused_naming_the_field_and_creates_nothing(api, tenant, extra, field):
+    resp = create(api, tenant, **extra)
+    assert resp.status_code == 422, resp.json
+    assert resp.json["error"]["field"] == field
+    assert api.simulate_get("/v1/sets").json["items"] == []
+
+
+def test_stop_resume_and_delete(api, tenant):
+    s = create(api, tenant).json
+    stopped = api.simulate_patch(f"/v1/sets/{s['id']}", json={"enabled": False})
+    assert (stopped.status_code, stopped.json["state"], stopped.json["enabled"]) == (200, "disabled", False)
+    assert api.simulate_patch(f"/v1/sets/{s['id']}", json={"parallel": 3}).json["error"]["field"] == "parallel"
+    assert api.simulate_patch(f"/v1/sets/{s['id']}", json={"enabled": True}).json["state"] == "bootstrapping"
+    assert api.simulate_delete(f"/v1/sets/{s['id']}").status_code == 204
+    missing = api.simulate_get(f"/v1/sets/{s['id']}")
+    assert (missing.status_code, missing.json["error"]["field"]) == (404, "id")
+    assert api.simulate_delete(f"/v1/sets/{s['id']}").status_code == 404
+
+
+class ReadingSpawns:
+    """A SpawnClient whose nodes answer each poll with `answers[node]` for the files it names."""
+
+    def __init__(self, node_ids: dict[str, str]):
+        self.ids = node_ids                     # url -> node id
+        self.polls: list[tuple[str, Poll]] = []
+        self.answers: dict[str, dict[str, DumpReport]] = {}
+
+    def poll(self, node_url: str, poll: Poll) -> StatusReport:
+        node = self.ids[node_url]
+        self.polls.append((node, poll))
+        named = {d.file_id for d in poll.dumps}
+        return StatusReport(node_id=node, boot_id=f"boot-{node}", attached=True,
+                            dumps={fid: r for fid, r in self.answers.get(node, {}).items() if fid in named})
+
+    def send_batch(self, node_url, drops, puts):
+        raise AssertionError("nothing to send")
+
+    def send_changes(self, node_url, changes):
+        return 0
+
+
+def test_a_tick_hands_files_out_and_records_what_the_nodes_report(api, tenant, hub_maker, sqlite_url):
+    s = create(api, tenant, parallel=2, dbname="chwiki").json
+    first, second, third = (f["id"] for f in s["files"])
+    with hub_maker.begin() as session:
+        n1 = register_node(session, "http://127.0.0.1:9001")[0].id
+        n2 = register_node(session, "http://127.0.0.1:9002")[0].id
+    spawns = ReadingSpawns({"http://127.0.0.1:9001": n1, "http://127.0.0.1:9002": n2})
+    config, state = hub_config(sqlite_url), poller.PollerState()
+
+    def tick():
+        spawns.polls.clear()
+        poller.poll_once(hub_maker, spawns, config, state=state)        # type: ignore[arg-type]
+        return {node: [(d.file_id, d.resume, d.dbname) for d in poll.dumps] for node, poll in spawns.polls}
+
+    carried = tick()
+    assert sorted(fid for duties in carried.values() for fid, _, _ in duties) == sorted([first, second])
+    assert all(len(duties) == 1 and duties[0][2] == "chwiki" for duties in carried.values())
+    node_of = {duties[0][0]: node for node, duties in carried.items()}
+    assert api.simulate_get(f"/v1/sets/{s['id']}").json["files"][0]["node"] == node_of[first]
+
+    # the first file's node reports progress, then done; the second's a failure
+    spawns.answers[node_of[first]] = {first: DumpReport(first, "reading", resume=Resume(40, 400, 900),
+                                                        bytes_read=1000, bytes_total=4000, bytes_per_s=500.0,
+                                                        revisions_per_s=45.0, revisions_read=950)}
+    spawns.answers[node_of[second]] = {second: DumpReport(second, FAILED, resume=Resume(2, 20, 30),
+                                                          error="DumpNotFound: HTTP 404")}
+    tick()
+    shown = api.simulate_get(f"/v1/sets/{s['id']}").json
+    one, two, three = shown["files"]
+    assert (one["state"], one["pages_written"], one["revisions_written"], one["bytes_read"]) == (
+        "reading", 40, 900, 1000)
+    assert (two["state"], two["error"], two["attempts"], two["node"]) == ("failed", "DumpNotFound: HTTP 404", 1,
+                                                                          None)
+    assert shown["state"] == "failed"
+    assert shown["progress"]["revisions_written"] == 930
+    metrics = api.simulate_get("/metrics").text
+    assert f'bw_set_dump_revisions_written{{set="{s["id"]}"}} 930.0' in metrics
+    assert f'bw_set_dump_files{{set="{s["id"]}",state="failed"}} 1.0' in metrics
+    assert f'bw_set_dump_bytes_read{{set="{s["id"]}"}} 1000.0' in metrics
+    assert f'bw_set_dump_eta_seconds{{set="{s["id"]}"}}' not in metrics      # the other files' sizes unknown
+
+    # the failed file's node is free: the third file starts there; the second waits for its backoff
+    carried = tick()
+    assert [d[0] for d in carried[node_of[second]]] == [third]
+    assert carried[node_of[first]][0][1] == Resume(40, 400, 900)    # the resume point travels with the duty
+
+    spawns.answers[node_of[first]] = {first: DumpReport(first, DONE, resume=Resume(80, 800, 1800))}
+    tick()
+    one = api.simulate_get(f"/v1/sets/{s['id']}").json["files"][0]
+    assert (one["state"], one["revisions_written"], one["node"]) == ("done", 1800, None)
+    assert one["finished_at"] is not None
+    assert first not in {d[0] for duties in tick().values() for d in duties}      # never named again
+
+
+def test_a_stopped_set_is_named_to_no_node(api, tenant, hub_maker, sqlite_url):
+    s = create(api, tenant).json
+    with hub_maker.begin() as session:
+        n1 = register_node(session, "http://127.0.0.1:9001")[0].id
+    spawns = ReadingSpawns({"http://127.0.0.1:9001": n1})
+    config, state = hub_config(sqlite_url), poller.PollerState()
+    poller.poll_once(hub_maker, spawns, config, state=state)            # type: ignore[arg-type]
+    assert [len(p.dumps) for _, p in spawns.polls] == [1]
+    api.simulate_patch(f"/v1/sets/{s['id']}", json={"enabled": False})
+    spawns.polls.clear()
+    poller.poll_once(hub_maker, spawns, config, state=state,            # type: ignore[arg-type]
+                     now=lambda: datetime.now(timezone.utc))
+    assert [len(p.dumps) for _, p in spawns.polls] == [0]
+    assert {f["state"] for f in api.simulate_get(f"/v1/sets/{s['id']}").json["files"]} == {"pending"}
+
+
+def _file(state: str, bytes_read: int, bytes_total: int | None, rate: float) -> FileView:
+    return FileView(id="f", position=0, url="u", state=state, node_id=None, pages=1, revisions=10,
+                    bytes_read=bytes_read, bytes_total=bytes_total, revisions_read=10, revisions_per_s=1.0,
+                    bytes_per_s=rate, error=None, attempts=0, retry_at=None, reported_at=None, finished_at=None)
+
+
+@pytest.mark.parametrize("files, eta", [
+    ([_file("reading", 100, 1100, 50.0), _file("pending", 0, 500, 0.0)], 30.0),    # 1500 bytes left at 50/s
+    ([_file("reading", 100, 1100, 50.0), _file("pending", 0, None, 0.0)], None),   # a size not known yet
+    ([_file("reading", 100, 1100, 0.0)], None),                                     # no rate yet
+    ([_file("done", 900, 900, 0.0), _file("done", 10, 10, 0.0)], 0.0),
+])
+def test_time_left_counts_every_byte_not_read_at_the_current_rate(files, eta):
+    assert representations.dump_progress(tuple(files))["eta_s"] == eta
