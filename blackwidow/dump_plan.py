@@ -6,9 +6,12 @@ A set subscription that names dump files has one row per file. Each tick the sch
      `parallel` files at once (dump servers limit connections per client) and `per_node` on any node (an ingest
      keeps a core busy); a file already on a live node stays there (moving it re-reads it from its start);
   2. sends each node its `duties(files)` in its poll;
-  3. `absorbed(files, reports, answered, now, rules)`: takes what the file's own node reports: the resume point
+  3. `absorbed(files, reports, now, retry_delay)`: takes what the file's own node reports: the resume point
      (pages durably written) only ever forward, `done`, or `failed` with the error and a backoff before the file
      is read again (from its resume point, on whichever node is free then).
+
+Once every file of a set is written, and the dump's date is known, one node reads on from that date
+(`readers`, `catch_up_duties`, `caught_up`): every revision the wiki has from it on, then what is new.
 
 The resume point lives here, not on the spawn: a file whose node dies, detaches or restarts resumes elsewhere
 (or there) from the last point a report carried. Pages written after it are written again, which the store's
@@ -20,8 +23,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Callable, Iterable, Mapping
 
-from shared.dump_wire import DONE, FAILED, DumpDuty, DumpReport, Resume
-from shared.hashing import stable_hash
+from shared.dump_wire import DONE, FAILED, CatchUpDuty, CatchUpReport, DumpDuty, DumpReport, Resume
+from shared.hashing import stable_hash, wiki_key
 
 PENDING = "pending"         # waiting for a node
 READING = "reading"         # placed on `node`, which reads it
@@ -127,14 +130,97 @@ def absorbed(files: Mapping[str, FileState], reports: Mapping[str, Mapping[str, 
     return out
 
 
-def set_state(states: Iterable[str], enabled: bool) -> str:
+def set_state(states: Iterable[str], enabled: bool, since: datetime | None = None,
+              caught_up_to: datetime | None = None) -> str:
     """What a set subscription shows: `disabled`; `failed` while any file failed (it is retried, and the set is
-    never complete until it is read); `dumped` once every file is; else `bootstrapping`."""
+    never complete until it is read); `bootstrapping` while files are read; once every file is written,
+    `catching_up` until a read from the dump's date (`since`) found nothing more, then `following`; `dumped` when
+    the dump's date is unknown (nothing to catch up from)."""
     states = list(states)
     if not enabled:
         return "disabled"
     if any(s == FAILED for s in states):
         return "failed"
-    if states and all(s == DONE for s in states):
+    if not states or not all(s == DONE for s in states):
+        return "bootstrapping"
+    if since is None:
         return "dumped"
-    return "bootstrapping"
+    return "following" if caught_up_to is not None else "catching_up"
+
+
+# --- the catch-up after the dump ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CatchUpState:
+    """A set whose files are all written and whose dump's date is known: its catch-up from that date on."""
+    set_id: str
+    wiki: str
+    tenant_id: str
+    since: datetime                 # the dump's date: every revision from it on is read from the wiki
+    content: bool = False
+    node: str | None = None         # its reader
+    position: datetime | None = None    # every revision before it is written
+    caught_up_to: datetime | None = None
+    revisions: int = 0              # written by earlier readers
+    current: int = 0                # written by the current reader
+    requests: int = 0
+    error: str | None = None
+    reported_at: datetime | None = None
+
+    def duty(self, interval_s: float) -> CatchUpDuty:
+        return CatchUpDuty(set_id=self.set_id, wiki=self.wiki, since=_iso(self.since), identity=wiki_key(self.wiki),
+                           tenants=(self.tenant_id,), position=None if self.position is None else _iso(self.position),
+                           content=self.content, interval_s=interval_s)
+
+
+def _iso(value: datetime) -> str:
+    return value.isoformat().replace("+00:00", "Z")
+
+
+def readers(sets: Mapping[str, CatchUpState], live: Iterable[str]) -> dict[str, CatchUpState]:
+    """Each catch-up with a live reader: its node while it lives, else the live node reading the fewest. A new
+    reader starts its count at 0; what the last one wrote is kept."""
+    live = frozenset(live)
+    out = dict(sets)
+    load = {node: 0 for node in live}
+    for s in sets.values():
+        if s.node in load:
+            load[s.node] += 1
+    for sid, s in sorted(sets.items()):
+        if s.node in live:
+            continue
+        node = min(load, key=lambda n: (load[n], -stable_hash(f"{sid}|{n}"))) if load else None
+        if node is not None:
+            load[node] += 1
+        out[sid] = replace(s, node=node, revisions=s.revisions + s.current, current=0)
+    return out
+
+
+def catch_up_duties(sets: Mapping[str, CatchUpState], interval_s: float) -> dict[str, tuple[CatchUpDuty, ...]]:
+    out: dict[str, list[CatchUpDuty]] = {}
+    for sid, s in sorted(sets.items()):
+        if s.node is not None:
+            out.setdefault(s.node, []).append(s.duty(interval_s))
+    return {node: tuple(d) for node, d in out.items()}
+
+
+def caught_up(sets: Mapping[str, CatchUpState], reports: Mapping[str, Mapping[str, CatchUpReport]],
+              now: datetime) -> dict[str, CatchUpState]:
+    """The catch-ups after this tick's polls: only the reader is heard; its position and watermark only move
+    forward."""
+    out = dict(sets)
+    for sid, s in sets.items():
+        report = reports.get(s.node or "", {}).get(sid)
+        if report is None:
+            continue
+        out[sid] = replace(s, position=_later(s.position, report.position),
+                           caught_up_to=_later(s.caught_up_to, report.caught_up_to), current=report.revisions,
+                           requests=report.requests, error=report.error, reported_at=now)
+    return out
+
+
+def _later(mine: datetime | None, reported: str | None) -> datetime | None:
+    if reported is None:
+        return mine
+    theirs = datetime.fromisoformat(reported.replace("Z", "+00:00"))
+    return theirs if mine is None or theirs > mine else mine

@@ -279,6 +279,16 @@ class WikiSet(Base):
     # files read at once: Wikimedia's dump servers allow a client two connections
     parallel: Mapped[int] = mapped_column(Integer, CheckConstraint("parallel > 0", name="parallel_positive"),
                                           nullable=False, default=2)
+    # the catch-up after the dump (blackwidow.dump_plan): every revision from `dumped_at` on is read from the wiki
+    dumped_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    catchup_node: Mapped[str | None] = mapped_column(String(36), nullable=True)
+    catchup_position: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    caught_up_to: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    catchup_revisions: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)    # earlier readers'
+    catchup_current: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)      # the current reader's
+    catchup_requests: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
+    catchup_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    catchup_reported_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False, default=utcnow,
                                                  onupdate=utcnow)

@@ -141,16 +141,28 @@ SCHEMAS["WikiSet"] = _obj({
     "id": _ID, "kind": {"type": "string", "enum": ["wiki"]}, "tenant_id": _ID, "wiki": {"type": "string"},
     "dbname": {"type": "string", "nullable": True}, "content": {"type": "boolean"}, "enabled": {"type": "boolean"},
     "parallel": {"type": "integer"},
-    "state": {"type": "string", "enum": ["bootstrapping", "failed", "dumped", "disabled"],
+    "state": {"type": "string", "enum": ["bootstrapping", "failed", "catching_up", "following", "dumped",
+                                         "disabled"],
               "description": "failed: a file failed (it is retried; the set never counts as read until it is); "
-                             "dumped: every file is written."},
+                             "catching_up: every file is written and the wiki is read from dumped_at on; "
+                             "following: that read reached the present, and what is new is read as it comes; "
+                             "dumped: every file is written and the dump's date is unknown (nothing read after)."},
+    "dumped_at": {**_NULL_TS, "description": "The dump's date: the catch-up reads every revision from it on."},
     "created_at": _TS,
     "progress": _obj({"files": {"type": "integer"}, "files_done": {"type": "integer"},
                       "files_failed": {"type": "integer"}, "files_reading": {"type": "integer"},
                       "pages_written": {"type": "integer"}, **_DUMP_COUNTS,
                       "eta_s": {"type": "number", "nullable": True, "description": "Seconds left at the current "
                                 "byte rate, once every file's size is known."}}),
-    "files": {"type": "array", "items": _ref("DumpFile")}})
+    "files": {"type": "array", "items": _ref("DumpFile")},
+    "catch_up": _obj({
+        "node": {**_ID, "nullable": True, "description": "The node reading the wiki on from the dump."},
+        "position": {**_NULL_TS, "description": "Every revision before it is written."},
+        "caught_up_to": {**_NULL_TS, "description": "The wiki's clock at the end of the last read that found "
+                         "nothing more: every revision up to it is written."},
+        "revisions_written": {"type": "integer"},
+        "requests": {"type": "integer", "description": "Spent by its current reader."},
+        "error": {"type": "string", "nullable": True}, "reported_at": _NULL_TS}, nullable=True)})
 SCHEMAS["WikiSetList"] = _obj({"items": {"type": "array", "items": _ref("WikiSet")}})
 SCHEMAS["WikiSetCreate"] = validation.schema(validation.WIKI_SET_CREATE)
 SCHEMAS["WikiSetPatch"] = validation.schema(validation.WIKI_SET_PATCH)

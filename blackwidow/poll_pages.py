@@ -12,7 +12,7 @@ from typing import Collection, Container, Iterable, Mapping, Sequence
 
 from blackwidow.reload import copies
 from blackwidow.store.coordination import AssignmentView, SubscriptionView
-from shared.dump_wire import DumpDuty
+from shared.dump_wire import CatchUpDuty, DumpDuty
 from shared.feed_wire import FeedDuty, Nudge
 from shared.wire import Budget, Lease, Poll, PollPage, ReportPage, StatusReport, SubscriptionStatus
 
@@ -71,9 +71,16 @@ class FeedPart:
     followed: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class DumpPart:
+    """A node's part of the dump bootstraps (shared.dump_wire): the files it reads, the catch-ups it runs."""
+    files: tuple[DumpDuty, ...] = ()
+    catch_up: tuple[CatchUpDuty, ...] = ()
+
+
 def request(node_id: str, pages: list[tuple[str, ...]], index: int, round_id: str, leases: Mapping[str, Lease],
             budgets: Mapping[str, Budget], after: str | None, paging: Paging, since: str | None = None,
-            feeds: FeedPart = FeedPart(), dumps: tuple[DumpDuty, ...] = ()) -> Poll:
+            feeds: FeedPart = FeedPart(), dumps: DumpPart = DumpPart()) -> Poll:
     """The `index`th request of a node's poll. Budgets ride on the first; leases with the page naming
     their subscription (any other lease on the first); past the last page the last one is repeated.
     `since`: the token of the node's last report received whole (the spawn may answer with changes only)."""
@@ -87,7 +94,8 @@ def request(node_id: str, pages: list[tuple[str, ...]], index: int, round_id: st
     return Poll(node_id=node_id, assigned=ids, leases=page_leases,
                 budgets=budgets if first else {},
                 feeds=feeds.duties if first else {}, changes=feeds.changes if first else (),
-                followed=feeds.followed if first else (), dumps=dumps if first else (),
+                followed=feeds.followed if first else (), dumps=dumps.files if first else (),
+                catch_up=dumps.catch_up if first else (),
                 page=PollPage(round_id, last, len(pages)) if len(pages) > 1 else None,
                 report=ReportPage(after, paging.report_items, since))
 
@@ -152,7 +160,7 @@ def merged(answers: list[StatusReport], known: Mapping[str, SubscriptionStatus] 
     report = StatusReport(node_id=last.node_id, boot_id=last.boot_id, attached=last.attached,
                           subscriptions=tuple(subs.values()), sources=last.sources, identities=last.identities,
                           rejected=tuple(r for a in answers for r in a.rejected), token=first.token,
-                          feeds=first.feeds, dumps=first.dumps)
+                          feeds=first.feeds, dumps=first.dumps, catch_up=first.catch_up)
     return Merged(report, subs, frozenset(changed) if changed is not None else None)
 
 

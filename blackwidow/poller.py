@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Callable, Mapping
 
-from blackwidow import dump_plan, feed_tick, fencing, poll_pages, reload, sends, tick_scope
-from blackwidow.decide import Decision, Polled, Rules, Settlement, decide, failed_retry_delay, liveness, settle
-from blackwidow.store import changes, dumps as dumps_store, feeds as feeds_store, identities
+from blackwidow import dump_tick, feed_tick, fencing, poll_pages, reload, sends, tick_scope
+from blackwidow.decide import Decision, Polled, Rules, Settlement, decide, liveness, settle
+from blackwidow.store import changes, feeds as feeds_store, identities
 from blackwidow.upstream import tick as upstream_tick
 from blackwidow.upstream.allocate import Plan
 from blackwidow.leadership import holder_id
@@ -29,7 +29,6 @@ from blackwidow.store import coordination as store
 from blackwidow.store.coordination import AssignmentView, Snapshot
 from blackwidow.tick_gc import without_cyclic_gc
 from shared.config import HubConfig
-from shared.dump_wire import DumpDuty
 from shared.wire import Budget, IdentityUse, Lease, Poll, StatusReport, SubscriptionStatus
 
 logger = logging.getLogger(__name__)
@@ -125,7 +124,7 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
         upstream = identities.load(session, reported={i for uses in state.uses.values() for i in uses})
         if state.feed.feeds is None:
             state.feed.feeds = feeds_store.load(session)
-        dump_files = dumps_store.load_files(session)
+        dumps_loaded = dump_tick.load(session)
     before_feeds = dict(state.feed.feeds)       # as the tick began: it writes the feeds that changed
     live = sorted((n for n in snap.nodes.values() if n.state == store.LIVE), key=lambda n: n.id)
     live_ids = frozenset(n.id for n in live)
@@ -144,12 +143,11 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
     paging = poll_pages.Paging(config.poll_page_ids, config.report_page_items)
     state.reports = {nid: known for nid, known in state.reports.items() if nid in live_ids}
     feeds = feed_tick.plan_round(state.feed, snap, state.cache.seq, state.uses, live_ids, config, at)
-    placed = dump_plan.placed(dump_files, live_ids, at, config.dump_files_per_node)
+    dumps = dump_tick.plan(dumps_loaded, live_ids, at, config)
     polled = _poll_nodes(spawn_client, live, snap, metrics, leases, budgets, paging, state.reports, feeds,
-                         candidates=state.carry, dumps=dump_plan.duties(placed))
+                         candidates=state.carry, dumps=dumps.parts)
     stages.end("polls")
-    dumped = dump_plan.absorbed(placed, {nid: r.dumps for nid, r in polled.reports.items()}, at,
-                                lambda failures: failed_retry_delay(failures, Rules.of(config)))
+    dumped = dump_tick.read(dumps, polled.reports, at, Rules.of(config))
     # the changes the readers reported go to their nodes now, not a poll later
     read = feed_tick.read_reports(state.feed, feeds, polled, snap, live_ids, at, metrics, _routes_version(state))
     state.feed.feeds, pushed = feed_tick.push_nudges(spawn_client, read, polled, snap, live_ids)
@@ -178,7 +176,7 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
             # a report that changed nothing else is written once per report interval, so the row is at most an
             # interval and a tick behind: a scheduler that takes over within an interval still finds it followed
             feeds_store.save(session, state.feed.feeds, before_feeds, every_s=feed_tick.report_interval_s(config))
-            dumps_store.save_files(session, dumped, dump_files)
+            dump_tick.save(session, dumps, dumped)
             changes.prune(session, state.cache.seq)
         store.apply_settlement(state.cache.snapshot, *wrote)
         if any("page_key" in values for values in wrote[2].values()):
@@ -300,7 +298,7 @@ def _poll_nodes(client: SpawnClient, live: list[store.NodeView], snap: Snapshot,
                 leases: leasing.LeaseRound, budgets: Mapping[str, Plan], paging: poll_pages.Paging,
                 known: dict[str, Known], feeds: feed_tick.FeedRound = feed_tick.FeedRound(),
                 candidates: frozenset[str] | None = None,
-                dumps: Mapping[str, tuple[DumpDuty, ...]] | None = None) -> Polled:
+                dumps: Mapping[str, poll_pages.DumpPart] | None = None) -> Polled:
     """Poll concurrently: the answers, and the nodes whose poll failed. `known` holds each node's last
     whole report and is updated with this tick's. `candidates`: the only ids that can sit on a node other
     than their own (blackwidow.tick_scope), None: unknown."""
@@ -312,7 +310,8 @@ def _poll_nodes(client: SpawnClient, live: list[store.NodeView], snap: Snapshot,
         try:
             got = _poll_node(client, node, assigned.get(node.id, []), leases.for_node(node.id),
                              upstream_tick.budgets_for(budgets, node.id), paging, known.get(node.id),
-                             snap.subscriptions, feeds.for_node(node.id), (dumps or {}).get(node.id, ()))
+                             snap.subscriptions, feeds.for_node(node.id),
+                             (dumps or {}).get(node.id, poll_pages.DumpPart()))
             if got.report.node_id is not None and got.report.node_id != node.id:
                 raise SpawnError(f"answered as node {got.report.node_id}", node_url=node.url)
             if got.report.token is not None:      # one thread per node: no two write the same key
@@ -350,7 +349,7 @@ def _poll_node(client: SpawnClient, node: store.NodeView, ids: list[str], leases
                budgets: Mapping[str, Budget], paging: poll_pages.Paging, known: Known | None,
                specs: Mapping[str, store.SubscriptionView],
                feeds: poll_pages.FeedPart = poll_pages.FeedPart(),
-               dumps: tuple[DumpDuty, ...] = ()) -> poll_pages.Merged:
+               dumps: poll_pages.DumpPart = poll_pages.DumpPart()) -> poll_pages.Merged:
     """One node's poll in bounded requests (blackwidow.poll_pages). A spawn that refuses a paged list (422:
     a version without pages, in a rolling upgrade) gets the whole list in one request, as it always did."""
     pages = poll_pages.split(ids, paging.page_ids)
@@ -368,7 +367,8 @@ def _poll_node(client: SpawnClient, node: store.NodeView, ids: list[str], leases
                 raise
             whole = client.poll(node.url, Poll(node_id=node.id, assigned=tuple(sorted(ids)), leases=leases,
                                                budgets=budgets, feeds=feeds.duties, changes=feeds.changes,
-                                               followed=feeds.followed, dumps=dumps))
+                                               followed=feeds.followed, dumps=dumps.files,
+                                               catch_up=dumps.catch_up))
             return poll_pages.Merged(whole, {s.id: s for s in whole.subscriptions}, None)
         answers.append(poll_pages.sharing_specs(answer, specs))
         try:

@@ -47,11 +47,18 @@ def feed(f: FeedView, *, now: datetime) -> dict:
 
 
 def wiki_set(s: SetView) -> dict:
-    """A set subscription with its bootstrap's progress, in total and per file."""
+    """A set subscription with its bootstrap's progress, in total and per file, and its catch-up."""
+    c = s.catch_up
     return {"id": s.id, "kind": s.kind, "tenant_id": s.tenant_id, "wiki": s.wiki, "dbname": s.dbname,
             "content": s.content, "enabled": s.enabled, "parallel": s.parallel,
-            "state": set_state((f.state for f in s.files), s.enabled), "created_at": timestamp(s.created_at),
-            "progress": dump_progress(s.files), "files": [dump_file(f) for f in s.files]}
+            "state": set_state((f.state for f in s.files), s.enabled, s.dumped_at,
+                               c.caught_up_to if c is not None else None),
+            "dumped_at": timestamp(s.dumped_at), "created_at": timestamp(s.created_at),
+            "progress": dump_progress(s.files), "files": [dump_file(f) for f in s.files],
+            "catch_up": None if c is None else {
+                "node": c.node, "position": timestamp(c.position), "caught_up_to": timestamp(c.caught_up_to),
+                "revisions_written": c.revisions + c.current, "requests": c.requests, "error": c.error,
+                "reported_at": timestamp(c.reported_at)}}
 
 
 def dump_progress(files: tuple[FileView, ...]) -> dict:

@@ -6,6 +6,7 @@ what the API accepts. Every refusal is a ValidationError naming the offending fi
 import re
 import uuid
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any, Callable, Sequence
 from urllib.parse import urlsplit
 
@@ -220,6 +221,19 @@ def _dbname(value: str) -> str:
     return value
 
 
+def _timestamp(name: str):
+    def check(value: str) -> datetime:
+        try:
+            at = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            at = None
+        if at is None or at.tzinfo is None:
+            raise ValidationError(f"'{name}' must be an ISO 8601 timestamp with a time zone, e.g. "
+                                  "2026-01-01T00:00:00Z", field=name)
+        return at.astimezone(timezone.utc)
+    return check
+
+
 WIKI_SET_CREATE = (
     Field("kind", "string", "A whole wiki, bootstrapped from its XML dump files.", required=True, enum=("wiki",)),
     _required(_TENANT_ID), _required(_WIKI),
@@ -232,6 +246,10 @@ WIKI_SET_CREATE = (
     Field("parallel", "integer", "Files read at once over the cluster (default 2: Wikimedia's dump servers allow "
           "a client two connections).", minimum=1, maximum=MAX_DUMP_PARALLEL),
     Field("enabled", "boolean", "false creates it stopped."),
+    Field("dumped_at", "string", "When the dump was taken (its run's start, ISO 8601): once every file is written, "
+          "every revision from then on is read from the wiki's API, and then what is new. Absent: the date in the "
+          "files' URLs (Wikimedia's /<wiki>/<YYYYMMDD>/ directories); with neither, nothing is read after the dump.",
+          check=_timestamp("dumped_at")),
 )
 WIKI_SET_PATCH = (Field("enabled", "boolean", "false stops reading its files; true goes on from where each "
                         "stopped."),)

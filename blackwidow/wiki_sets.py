@@ -1,12 +1,17 @@
 """The `wiki` kind: one call subscribes a tenant to a whole wiki, bootstrapped from the dump files it names.
 Pure: no I/O, no SQL. Every refusal names its field (`dumps[2]` for the third URL)."""
+import re
 from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Sequence
+from urllib.parse import urlsplit
 
 from blackwidow import validation
 from blackwidow.wiki_policy import check_dump_url, check_wiki
 from shared.errors import ValidationError
 
 DEFAULT_PARALLEL = 2
+_DATE = re.compile(r"20\d{6}")
 
 
 @dataclass(frozen=True)
@@ -18,6 +23,7 @@ class NewWikiSet:
     content: bool
     parallel: int
     enabled: bool
+    dumped_at: datetime | None      # None: nothing is read from the wiki after the dump
 
 
 def parse_wiki_set(body, allowlist: tuple[str, ...]) -> NewWikiSet:
@@ -32,4 +38,18 @@ def parse_wiki_set(body, allowlist: tuple[str, ...]) -> NewWikiSet:
         dumps.append(url)
     return NewWikiSet(tenant_id=values["tenant_id"], wiki=wiki, dumps=tuple(dumps), dbname=values.get("dbname"),
                       content=values.get("content", False), parallel=values.get("parallel", DEFAULT_PARALLEL),
-                      enabled=values.get("enabled", True))
+                      enabled=values.get("enabled", True), dumped_at=values.get("dumped_at") or dump_date(dumps))
+
+
+def dump_date(urls: Sequence[str]) -> datetime | None:
+    """The run date in Wikimedia's dump paths (`/chwiki/20260101/chwiki-20260101-...`), the earliest when the files
+    name several: every revision from it on is read again from the wiki, so an earlier date only costs requests."""
+    dates = []
+    for url in urls:
+        for part in urlsplit(url).path.split("/"):
+            if _DATE.fullmatch(part):
+                try:
+                    dates.append(datetime.strptime(part, "%Y%m%d").replace(tzinfo=timezone.utc))
+                except ValueError:
+                    pass
+    return min(dates) if dates else None

@@ -1,17 +1,20 @@
 """Dump bootstraps' JSON shapes between hub and spawns (docs/dumps.md, "Bootstrapping through the hub"). Pure.
 
 Hub -> spawn, inside a Poll's first request:
-  `dumps`  [DumpDuty, ...]          the dump files this node reads now, each with where to resume
+  `dumps`     [DumpDuty, ...]          the dump files this node reads now, each with where to resume
+  `catch_up`  [CatchUpDuty, ...]       the sets whose wiki this node reads on from the dump (list=allrevisions)
 Spawn -> hub, in a StatusReport's first page:
-  `dumps`  {file id: DumpReport}    how far each of them got: the resume point (pages durably written) and the
-                                    figures of the current run; kept until the hub stops naming the file
+  `dumps`     {file id: DumpReport}    how far each of them got: the resume point (pages durably written) and the
+                                       figures of the current run; kept until the hub stops naming the file
+  `catch_up`  {set id: CatchUpReport}  where each catch-up stands
 
-The hub keeps the resume point, not the spawn: a file that moves to another node (its node died, detached or
+The hub keeps the resume points, not the spawn: a file that moves to another node (its node died, detached or
 restarted) resumes there from the last point a report carried. Spawns stay stateless.
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from datetime import datetime
 
 from shared.errors import ValidationError
 from shared.wire_fields import required
@@ -122,3 +125,78 @@ class DumpReport:
                    revisions_read=_count(body, "revisions_read", optional=True) or 0,
                    revisions_per_s=_rate(body, "revisions_per_s"), bytes_per_s=_rate(body, "bytes_per_s"),
                    error=required(body, "error", str, optional=True))
+
+
+@dataclass(frozen=True)
+class CatchUpDuty:
+    """After a set's dump files are written: read every revision of the wiki from `since` on (`list=allrevisions`,
+    oldest first) into the store, and then keep reading what is new every `interval_s`. `position`: the timestamp
+    (ISO) the reading resumes at, inclusive (None: `since`). Requests go through `identity`'s budget in the
+    backfill lane, for `tenants`."""
+    set_id: str
+    wiki: str
+    since: str
+    identity: str | None = None
+    tenants: tuple[str, ...] = ()
+    position: str | None = None
+    content: bool = False
+    interval_s: float = 3.0
+
+    def to_dict(self) -> dict:
+        body = asdict(self)
+        body["tenants"] = list(self.tenants)
+        for name in ("identity", "position"):
+            if body[name] is None:
+                body.pop(name)
+        return body
+
+    @classmethod
+    def from_dict(cls, body: dict) -> "CatchUpDuty":
+        tenants = required(body, "tenants", list, optional=True, default=[])
+        if not all(isinstance(t, str) for t in tenants):
+            raise ValidationError("'tenants' must be a list of ids", field="tenants")
+        interval = required(body, "interval_s", (int, float), optional=True, default=3.0)
+        if isinstance(interval, bool) or interval <= 0:
+            raise ValidationError("'interval_s' must be positive", field="interval_s")
+        return cls(set_id=required(body, "set_id", str), wiki=required(body, "wiki", str),
+                   since=_iso(body, "since"), identity=required(body, "identity", str, optional=True),
+                   tenants=tuple(tenants), position=_iso(body, "position", optional=True),
+                   content=required(body, "content", bool, optional=True, default=False), interval_s=float(interval))
+
+
+@dataclass(frozen=True)
+class CatchUpReport:
+    """Where a set's catch-up stands on its node. `position`: every revision before it is written (the next read
+    starts there, inclusive); `caught_up_to`: the wiki's clock at the end of the last read that found nothing
+    more (every revision up to it is written), None before the first; `revisions` written and `requests` spent
+    by this node's reader."""
+    set_id: str
+    position: str | None = None
+    caught_up_to: str | None = None
+    revisions: int = 0
+    requests: int = 0
+    error: str | None = None
+
+    def to_dict(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+    @classmethod
+    def from_dict(cls, body: dict) -> "CatchUpReport":
+        return cls(set_id=required(body, "set_id", str), position=_iso(body, "position", optional=True),
+                   caught_up_to=_iso(body, "caught_up_to", optional=True),
+                   revisions=_count(body, "revisions", optional=True) or 0,
+                   requests=_count(body, "requests", optional=True) or 0,
+                   error=required(body, "error", str, optional=True))
+
+
+def _iso(body: object, name: str, *, optional: bool = False) -> str:
+    """A timestamp field, kept as its ISO text once it parses with a time zone."""
+    value = required(body, name, str, optional=optional)
+    if value is None:
+        return value            # type: ignore[return-value]
+    try:
+        if datetime.fromisoformat(value.replace("Z", "+00:00")).tzinfo is None:
+            raise ValueError
+    except ValueError:
+        raise ValidationError(f"'{name}' must be an ISO timestamp with a time zone", field=name) from None
+    return value

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Iterable, Mapping
 
 from shared.errors import BlackWidowError, PayloadTooLarge, ValidationError
-from shared.dump_wire import DumpDuty, DumpReport
+from shared.dump_wire import CatchUpDuty, CatchUpReport, DumpDuty, DumpReport
 from shared.feed_wire import FeedDuty, FeedReport, Nudge
 from shared.states import SubState
 from shared.wire_fields import keyed, listed, required, strings
@@ -436,6 +436,7 @@ class StatusReport:
     feeds: Mapping[str, FeedReport] = field(default_factory=dict)
     # how far the dump files this node was given got (shared.dump_wire), on a report's first page
     dumps: Mapping[str, DumpReport] = field(default_factory=dict)
+    catch_up: Mapping[str, CatchUpReport] = field(default_factory=dict)     # {set id: report}, first page too
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -444,12 +445,15 @@ class StatusReport:
         d.pop("identities")
         d.pop("feeds")
         d.pop("dumps")
+        d.pop("catch_up")
         if self.identities:      # absent when the node holds no identity-paced subscription
             d["identities"] = {key: use.to_dict() for key, use in self.identities.items()}
         if self.feeds:           # absent when the node reads no feed
             d["feeds"] = {wiki: report.to_dict() for wiki, report in self.feeds.items()}
         if self.dumps:           # absent when the node reads no dump file
             d["dumps"] = {file_id: report.to_dict() for file_id, report in self.dumps.items()}
+        if self.catch_up:
+            d["catch_up"] = {set_id: report.to_dict() for set_id, report in self.catch_up.items()}
         for name in ("next", "token"):
             if d[name] is None:
                 d.pop(name)
@@ -482,6 +486,7 @@ class StatusReport:
             removed=tuple(strings(body, "removed")),
             feeds=keyed(body, "feeds", FeedReport.from_dict),
             dumps=keyed(body, "dumps", DumpReport.from_dict),
+            catch_up=keyed(body, "catch_up", CatchUpReport.from_dict),
         )
 
 
@@ -544,6 +549,7 @@ class Poll:
     followed: tuple[str, ...] = ()
     # the dump files this node reads (shared.dump_wire), on a poll's first request only
     dumps: tuple[DumpDuty, ...] = ()
+    catch_up: tuple[CatchUpDuty, ...] = ()
 
     def to_dict(self) -> dict:
         body: dict = {"node_id": self.node_id, "assigned": list(self.assigned)}
@@ -563,6 +569,8 @@ class Poll:
             body["followed"] = list(self.followed)
         if self.dumps:
             body["dumps"] = [duty.to_dict() for duty in self.dumps]
+        if self.catch_up:
+            body["catch_up"] = [duty.to_dict() for duty in self.catch_up]
         return body
 
     @classmethod
@@ -587,7 +595,8 @@ class Poll:
                    feeds=keyed(body, "feeds", FeedDuty.from_dict),
                    changes=listed(body, "changes", Nudge.from_dict),
                    followed=tuple(strings(body, "followed")),
-                   dumps=listed(body, "dumps", DumpDuty.from_dict))
+                   dumps=listed(body, "dumps", DumpDuty.from_dict),
+                   catch_up=listed(body, "catch_up", CatchUpDuty.from_dict))
 
 
 @dataclass(frozen=True)

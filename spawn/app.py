@@ -12,6 +12,7 @@ from shared.http_errors import register_error_handlers
 from shared.logging import setup_logging
 from shared.metrics_listener import metrics_port
 from shared.revisions.store import RevisionStore
+from spawn.catch_up import CatchUpReaders
 from spawn.dump_duties import DumpRunners
 from spawn.hub_client import HubClient
 from spawn.metrics import SpawnMetrics
@@ -61,7 +62,8 @@ def build_node(config: SpawnConfig, *, store: RevisionStore, metrics: SpawnMetri
     hub = HubClient(make_session(config.user_agent, pool_size=2), config.hub_url, config.node_secret,
                     timeout=(5.0, 10.0))
     return Node(registry, hub, advertise_url=config.advertise_url, detach_after_s=config.detach_after_s,
-                metrics=metrics, budgets=budgets, feeds=feeds, followed=wikis.followed, dumps=dumps)
+                metrics=metrics, budgets=budgets, feeds=feeds, followed=wikis.followed, dumps=dumps,
+                catch_up=CatchUpReaders(wikis.client, store))
 
 
 _lock = threading.Lock()

@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 
 from spawn.feed_events import Event, parse
 from spawn.feed_position import FeedPosition, Gap, gap, still_holds
-from spawn.mediawiki import BadResponse, MediaWikiClient
+from spawn.mediawiki import BadResponse, MediaWikiClient, listed
 from spawn.upstream_budget import FRESH, Demand
 
 logger = logging.getLogger(__name__)
@@ -107,13 +107,7 @@ class ChangeFeed:
 def _parse_batch(body: dict) -> _Batch:
     """The answer's entries with their events, validated whole: a bad answer is fetched again, never read
     in part."""
-    query = body.get("query")
-    items = query.get("recentchanges") if isinstance(query, dict) else None
-    if not isinstance(items, list):
-        raise BadResponse("'query.recentchanges' missing from the answer")
-    more = body.get("continue")
-    if more is not None and not isinstance(more, dict):
-        raise BadResponse("'continue' is not an object")
+    items, more = listed(body, "recentchanges")
     try:
         now = _when(body.get("curtimestamp"))
         entries = [(FeedPosition(_when(item.get("timestamp")), int(item["rcid"])), parse(item)) for item in items]

@@ -478,7 +478,7 @@ class MediaWikiClient:
             listed = p.get("revisions", [])
             if not isinstance(listed, list):
                 raise BadResponse("'revisions' is not a list")
-            revisions.extend(_revision(wiki, p, r, content) for r in listed)
+            revisions.extend(revision_from_api(wiki, p, r, content) for r in listed)
         return revisions, more
 
     @staticmethod
@@ -506,7 +506,20 @@ class MediaWikiClient:
         if not isinstance(p["revisions"], list):
             raise BadResponse("'revisions' is not a list")
         wiki = wiki_key(self.api_url)
-        return [_revision(wiki, p, r, content) for r in p["revisions"]], more
+        return [revision_from_api(wiki, p, r, content) for r in p["revisions"]], more
+
+
+def listed(body: dict, name: str) -> tuple[list, dict | None]:
+    """A `list=` answer's `query.<name>` items and its continuation, or BadResponse (the answer is fetched again,
+    never read in part)."""
+    query = body.get("query")
+    items = query.get(name) if isinstance(query, dict) else None
+    if not isinstance(items, list):
+        raise BadResponse(f"'query.{name}' missing from the answer")
+    more = body.get("continue")
+    if more is not None and not isinstance(more, dict):
+        raise BadResponse("'continue' is not an object")
+    return items, more
 
 
 def _pages(body: dict) -> list[dict]:
@@ -541,7 +554,7 @@ def _page_info(page: dict) -> PageInfo:
         raise BadResponse(f"page field missing or malformed: {exc}") from None
 
 
-def _revision(wiki: str, page: dict, r: dict, content: bool) -> Revision:
+def revision_from_api(wiki: str, page: dict, r: dict, content: bool) -> Revision:
     try:
         slot = (r.get("slots") or {}).get("main") or {}
         user_hidden = bool(r.get("userhidden"))

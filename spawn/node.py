@@ -14,6 +14,7 @@ from shared.feed_wire import CHECK, Nudge
 from shared.hashing import node_id_for
 from shared.wire import Poll, RegistrationAck, ReportPage, StatusReport, SubscriptionSpec, SubscriptionStatus
 from spawn import poll_rounds, report_delta
+from spawn.catch_up import CatchUpReaders
 from spawn.dump_duties import DumpRunners
 from spawn.feed_reader import FeedReaders, FollowedWikis
 from spawn.health import Attachment, SpawnHealth, spawn_health
@@ -39,12 +40,14 @@ class Node:
     def __init__(self, registry: Registry, hub: HubClient, *, advertise_url: str, detach_after_s: float,
                  metrics: SpawnMetrics | None = None, backoff: Backoff | None = None, clock=time.monotonic,
                  wait=None, budgets: UpstreamBudgets | None = None, feeds: FeedReaders | None = None,
-                 followed: FollowedWikis | None = None, dumps: DumpRunners | None = None):
+                 followed: FollowedWikis | None = None, dumps: DumpRunners | None = None,
+                 catch_up: CatchUpReaders | None = None):
         self.registry = registry
         self.budgets = budgets          # upstream budgets per wiki identity (None: no identity pacing)
         self.feeds = feeds              # the change feeds this node reads for the cluster (None: none)
         self.followed = followed or FollowedWikis()
         self.dumps = dumps              # the dump files this node reads for the cluster (None: none)
+        self.catch_up = catch_up        # the sets whose wiki this node reads on from their dump (None: none)
         self.hub = hub
         self.advertise_url = advertise_url.rstrip("/")
         self.node_id = node_id_for(self.advertise_url)
@@ -91,6 +94,8 @@ class Node:
                 self._apply_feeds(poll)
                 if self.dumps is not None:
                     self.dumps.apply(poll.dumps)
+                if self.catch_up is not None:
+                    self.catch_up.apply(poll.catch_up)
             if poll.changes:
                 self._nudge(poll.changes)
             self._round, complete = poll_rounds.receive(self._round, poll.page, poll.assigned)
@@ -166,7 +171,8 @@ class Node:
                             identities=self.budgets.report() if self.budgets is not None else {}, next=after,
                             token=token, delta=delta, removed=removed,
                             feeds=self.feeds.reports() if self.feeds is not None and first else {},
-                            dumps=self.dumps.reports() if self.dumps is not None and first else {})
+                            dumps=self.dumps.reports() if self.dumps is not None and first else {},
+                            catch_up=self.catch_up.reports() if self.catch_up is not None and first else {})
 
     def attachment(self) -> Attachment:
         failure = self._registration_failure
@@ -195,6 +201,8 @@ class Node:
             self.feeds.stop()
         if self.dumps is not None:
             self.dumps.stop()
+        if self.catch_up is not None:
+            self.catch_up.stop()
         self.followed.update(())
         self.attached = False
         self.metrics.attached.set(0)
@@ -265,5 +273,7 @@ class Node:
             self.feeds.stop()
         if self.dumps is not None:
             self.dumps.stop()
+        if self.catch_up is not None:
+            self.catch_up.stop()
         for t in self._threads:
             t.join(2.0)

@@ -10,7 +10,7 @@ from typing import Mapping, Sequence
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from blackwidow.dump_plan import FileState
+from blackwidow.dump_plan import CatchUpState, FileState
 from blackwidow.models import DumpFile, Tenant, WikiSet
 from blackwidow.store.pagination import as_utc
 from shared.dump_wire import DONE, DumpReport, Resume
@@ -20,12 +20,14 @@ MAX_ERROR = 500
 
 
 def create_set(session: Session, *, tenant_id: str, wiki: str, kind: str, dumps: Sequence[str],
-               dbname: str | None, content: bool, parallel: int, enabled: bool = True) -> SetView:
+               dbname: str | None, content: bool, parallel: int, enabled: bool = True,
+               dumped_at: datetime | None = None) -> SetView:
     """Raises ValidationError naming tenant_id for an unknown tenant."""
     if session.get(Tenant, tenant_id) is None:
         raise ValidationError(f"no tenant {tenant_id}", field="tenant_id")
     row = WikiSet(id=str(uuid.uuid4()), tenant_id=tenant_id, wiki=wiki, kind=kind, dbname=dbname, content=content,
-                  parallel=parallel, enabled=enabled)
+                  parallel=parallel, enabled=enabled, dumped_at=dumped_at, catchup_revisions=0, catchup_current=0,
+                  catchup_requests=0)
     session.add(row)
     session.flush()             # the set before its files: their foreign key names it
     for position, url in enumerate(dumps):
@@ -80,6 +82,37 @@ def save_files(session: Session, files: Mapping[str, FileState], before: Mapping
     return written
 
 
+def load_catch_ups(session: Session) -> dict[str, CatchUpState]:
+    """The enabled sets whose dump's date is known and whose every file is written: the catch-ups a tick runs."""
+    unfinished = sa.select(DumpFile.id).where(DumpFile.set_id == WikiSet.id, DumpFile.state != DONE).exists()
+    rows = session.scalars(sa.select(WikiSet).where(WikiSet.enabled.is_(True), WikiSet.dumped_at.is_not(None),
+                                                    ~unfinished))
+    return {s.id: c for s in rows for c in (_catch_up(s),) if c is not None}
+
+
+def _catch_up(s: WikiSet) -> CatchUpState | None:
+    if s.dumped_at is None:
+        return None
+    return CatchUpState(set_id=s.id, wiki=s.wiki, tenant_id=s.tenant_id, since=as_utc(s.dumped_at),
+                        content=s.content, node=s.catchup_node, position=_aware(s.catchup_position),
+                        caught_up_to=_aware(s.caught_up_to), revisions=s.catchup_revisions,
+                        current=s.catchup_current, requests=s.catchup_requests, error=s.catchup_error,
+                        reported_at=_aware(s.catchup_reported_at))
+
+
+def save_catch_ups(session: Session, sets: Mapping[str, CatchUpState], before: Mapping[str, CatchUpState]) -> None:
+    for sid, c in sets.items():
+        if before.get(sid) == c:
+            continue
+        row = session.get(WikiSet, sid)
+        if row is None:
+            continue
+        row.catchup_node, row.catchup_position, row.caught_up_to = c.node, c.position, c.caught_up_to
+        row.catchup_revisions, row.catchup_current, row.catchup_requests = c.revisions, c.current, c.requests
+        row.catchup_error = None if c.error is None else c.error[:MAX_ERROR]
+        row.catchup_reported_at = c.reported_at
+
+
 @dataclass(frozen=True)
 class FileView:
     id: str
@@ -113,6 +146,8 @@ class SetView:
     parallel: int
     created_at: datetime
     files: tuple[FileView, ...] = ()
+    dumped_at: datetime | None = None
+    catch_up: CatchUpState | None = None     # where the catch-up stands (None: the dump's date is unknown)
 
 
 def _file_view(f: DumpFile) -> FileView:
@@ -123,7 +158,8 @@ def _file_view(f: DumpFile) -> FileView:
 
 def _set_view(s: WikiSet, files: Sequence[DumpFile]) -> SetView:
     return SetView(s.id, s.tenant_id, s.wiki, s.kind, s.dbname, s.content, s.enabled, s.parallel,
-                   as_utc(s.created_at), tuple(_file_view(f) for f in sorted(files, key=lambda f: f.position)))
+                   as_utc(s.created_at), tuple(_file_view(f) for f in sorted(files, key=lambda f: f.position)),
+                   _aware(s.dumped_at), _catch_up(s))
 
 
 def get_set(session: Session, set_id: str) -> SetView | None:

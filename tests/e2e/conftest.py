@@ -1,11 +1,10 @@
-"""End-to-end fixtures: a PostgreSQL schema and a Cassandra keyspace of the test's own, clusters of real
-processes (stopped after the test, their logs then searched for secrets), and the recovery timings each
-test measures, printed at the end of the run."""
+"""End-to-end fixtures: a PostgreSQL schema and a Cassandra keyspace of the test's own (the keyspace from
+tests/fixtures/cassandra.py), clusters of real processes (stopped after the test, their logs then searched for
+secrets), and the recovery timings each test measures, printed at the end of the run."""
 import pytest
 
 from tests.e2e.cluster import Cluster
 from tests.integration.coordination_support import new_schema_url
-from tests.integration.spawn.conftest import keyspace  # noqa: F401,F811 - a fresh Cassandra keyspace per test
 
 TIMINGS: list[tuple[str, float, str]] = []
 

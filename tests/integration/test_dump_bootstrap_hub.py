@@ -10,6 +10,10 @@ import gzip
 import shutil
 import time
 import uuid
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterator
 from urllib.parse import urlsplit
 
 import pytest
@@ -19,6 +23,8 @@ from shared.revisions.cassandra_store import CassandraRevisionStore
 from tests.integration.coordination_support import wait_for
 from tests.integration.test_moved_deleted_pages_hub import make_hub, start_nodes
 from tests.support.dumps import assert_stored, split_pages, truth, unpack_chwiki
+from tests.support.hub import HubProcesses
+from tests.support.processes import SpawnProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -43,15 +49,28 @@ def split_dump(edge, tmp_path_factory):
     shutil.rmtree(target, ignore_errors=True)
 
 
+@contextmanager
+def cluster(postgres_url: str, name: str, run_dir: Path, keyspace: str, *, hub_hosts: str,
+            spawn_hosts: str) -> Iterator[tuple[HubProcesses, list[SpawnProcess]]]:
+    """A hub on PostgreSQL schema `name` and two spawns writing to `keyspace`; stopped after."""
+    hub = make_hub(postgres_url, name, run_dir, {"BW_WIKI_ALLOWLIST": hub_hosts})
+    nodes: list[SpawnProcess] = []
+    try:
+        hub.start("first")
+        nodes = start_nodes(hub, run_dir, 2, {"BW_CASSANDRA_HOSTS": "127.0.0.1", "BW_CASSANDRA_KEYSPACE": keyspace,
+                                              "BW_WIKI_ALLOWLIST": spawn_hosts})
+        yield hub, nodes
+    finally:
+        for node in nodes:
+            node.stop()
+        hub.stop()
+
+
 def test_a_whole_wiki_from_split_dumps_with_a_node_killed_in_the_middle(
         postgres_url, edge, split_dump, cassandra_session, keyspace, tmp_path):
     files_host = urlsplit(edge.files_url).netloc
-    hub = make_hub(postgres_url, "dumps", tmp_path, {"BW_WIKI_ALLOWLIST": f"*.wikipedia.org,{files_host}"})
-    nodes = []
-    try:
-        hub.start("first")
-        nodes = start_nodes(hub, tmp_path, 2, {"BW_CASSANDRA_HOSTS": "127.0.0.1", "BW_CASSANDRA_KEYSPACE": keyspace,
-                                               "BW_WIKI_ALLOWLIST": files_host})
+    with cluster(postgres_url, "dumps", tmp_path, keyspace, hub_hosts=f"*.wikipedia.org,{files_host}",
+                 spawn_hosts=files_host) as (hub, nodes):
         by_id = {n["id"]: n["url"] for n in hub.get("/v1/nodes")["items"]}
         tenant = hub.post("/v1/tenants", {"name": "whole-wiki", "quota": None})
         code, created = hub.admin("sets", "add", "--tenant", tenant["id"], "--wiki", WIKI_API, "--dbname", "chwiki",
@@ -119,7 +138,92 @@ def test_a_whole_wiki_from_split_dumps_with_a_node_killed_in_the_middle(
         metrics = requests.get(f"{hub.metrics_url}/metrics", timeout=10).text
         assert f'bw_set_dump_revisions_written{{set="{created["id"]}"}} {float(REVISIONS)}' in metrics
         assert f'bw_set_dump_files{{set="{broken["id"]}",state="failed"}} 1.0' in metrics
+
+
+def _api_truth(writable_wiki) -> dict[int, dict]:
+    """Every revision the wiki's API lists (all namespaces), with the fields both paths store alike."""
+    http = writable_wiki.session()
+    out: dict[int, dict] = {}
+    params = {"action": "query", "list": "allrevisions", "arvlimit": "max", "format": "json", "formatversion": "2",
+              "arvprop": "ids|timestamp|flags|user|userid|size|sha1|comment"}
+    cont: dict = {}
+    while True:
+        body = http.get(writable_wiki.api_url, params={**params, **cont}, timeout=30).json()
+        for page in body["query"]["allrevisions"]:
+            for r in page["revisions"]:
+                out[r["revid"]] = {"page_id": page["pageid"], "ns": page["ns"], "title": page["title"],
+                                   "parent_id": r["parentid"], "size": r["size"], "minor": r["minor"],
+                                   "timestamp": datetime.fromisoformat(r["timestamp"].replace("Z", "+00:00")),
+                                   "user": None if r.get("userhidden") else r["user"],
+                                   "comment": None if r.get("commenthidden") else r["comment"],
+                                   "sha1": None if r.get("sha1hidden") else r["sha1"]}
+        if "continue" not in body:
+            return out
+        cont = body["continue"]
+
+
+def _stored(store, wiki: str) -> dict[int, dict]:
+    return {r.rev_id: {"page_id": r.page_id, "ns": r.ns, "title": r.title, "parent_id": r.parent_id, "size": r.size,
+                       "minor": r.minor, "timestamp": r.timestamp, "user": r.user, "comment": r.comment,
+                       "sha1": r.sha1}
+            for r in store.revisions(wiki)}
+
+
+def test_a_wiki_from_its_own_dump_is_caught_up_and_followed(
+        postgres_url, edge, writable_wiki, cassandra_session, keyspace, tmp_path):
+    """The writable wiki dumped with MediaWiki's dumpBackup.php --full, changed after the dump (an edit, a new
+    page), bootstrapped from the dump and caught up through the local edge's API: the store ends equal to what the
+    wiki's API lists, revision by revision; then a new edit is followed."""
+    admin = writable_wiki.admin()
+    kept, edited, created = (writable_wiki.unique_title(f"Dump {what}") for what in ("kept", "edited", "created"))
+    for title in (kept, edited):
+        for i in range(2):
+            admin.edit(title, f"{title} before the dump, {i}")
+    dumped_at = datetime.now(timezone.utc).replace(microsecond=0)
+    time.sleep(1.1)                 # revisions are stamped in seconds: nothing of the dump's second is after it
+    folder = edge.files_dir / f"writable-{uuid.uuid4().hex[:8]}"
+    folder.mkdir(parents=True)
+    (folder / "writable-full.xml.gz").write_bytes(gzip.compress(writable_wiki.dump_full()))
+    dump_url = f"{edge.files_url}{folder.name}/writable-full.xml.gz"
+    after = [admin.edit(edited, f"{edited} after the dump"), admin.edit(created, f"{created} made after the dump")]
+
+    hosts = f"{urlsplit(edge.writable_api_url).netloc},{urlsplit(edge.files_url).netloc}"
+    wiki_host = urlsplit(edge.writable_api_url).netloc
+    try:
+        with cluster(postgres_url, "catchup", tmp_path, keyspace, hub_hosts=hosts, spawn_hosts=hosts) as (hub, _):
+            set_path = _own_dump_set(hub, edge, dump_url, dumped_at)
+            _caught_up_and_followed(hub, set_path, writable_wiki, admin, cassandra_session, keyspace, wiki_host,
+                                    after, kept)
     finally:
-        for node in nodes:
-            node.stop()
-        hub.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _own_dump_set(hub, edge, dump_url: str, dumped_at: datetime) -> str:
+    tenant = hub.post("/v1/tenants", {"name": "own-dump", "quota": None})
+    created = hub.post("/v1/subscriptions", {
+        "kind": "wiki", "tenant_id": tenant["id"], "wiki": edge.writable_api_url, "dumps": [dump_url],
+        "dbname": "writable_wiki", "dumped_at": dumped_at.isoformat()})
+    return f"/v1/sets/{created['id']}"
+
+
+def _caught_up_and_followed(hub, set_path: str, writable_wiki, admin, cassandra_session, keyspace: str,
+                            wiki_host: str, after: list[int], kept: str) -> None:
+    wait_for(lambda: hub.get(set_path)["state"] == "following", 180, 0.2, "the set caught up")
+    shown = hub.get(set_path)
+    # the API read only what the dump lacks: the revisions after it, and those of the dump's last second
+    assert shown["catch_up"]["error"] is None
+    assert len(after) <= shown["catch_up"]["revisions_written"] <= len(after) + 4
+    assert shown["progress"]["files_done"] == 1
+
+    store = CassandraRevisionStore(cassandra_session, keyspace)
+    truth = _api_truth(writable_wiki)
+    assert set(after) <= set(truth)
+    stored = _stored(store, wiki_host)
+    assert sorted(stored) == sorted(truth)
+    assert stored == truth
+
+    # following: a revision made now reaches the store through the same reader
+    newest = admin.edit(kept, f"{kept} while followed")
+    wait_for(lambda: newest in _stored(store, wiki_host), 60, 0.5, "the new revision stored")
+    assert _stored(store, wiki_host) == _api_truth(writable_wiki)
+    assert hub.get(set_path)["catch_up"]["caught_up_to"] >= shown["catch_up"]["caught_up_to"]

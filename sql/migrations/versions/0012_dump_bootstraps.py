@@ -1,5 +1,6 @@
-"""Set subscriptions bootstrapped from dump files: `wiki_sets` (a tenant's whole wiki) and `dump_files` (each file
-with its resume point and its node's latest figures), for the scheduler's dump duties (docs/dumps.md).
+"""Set subscriptions bootstrapped from dump files: `wiki_sets` (a tenant's whole wiki, with where its catch-up from
+the dump's date stands) and `dump_files` (each file with its resume point and its node's latest figures), for the
+scheduler's dump duties (docs/dumps.md).
 
 Revision ID: 0012
 Revises: 0011
@@ -25,6 +26,15 @@ def upgrade() -> None:
         sa.Column("content", sa.Boolean(), nullable=False),
         sa.Column("enabled", sa.Boolean(), nullable=False),
         sa.Column("parallel", sa.Integer(), nullable=False),
+        sa.Column("dumped_at", sa.DateTime(timezone=True), nullable=True),
+        sa.Column("catchup_node", sa.String(36), nullable=True),
+        sa.Column("catchup_position", sa.DateTime(timezone=True), nullable=True),
+        sa.Column("caught_up_to", sa.DateTime(timezone=True), nullable=True),
+        sa.Column("catchup_revisions", sa.BigInteger(), nullable=False),
+        sa.Column("catchup_current", sa.BigInteger(), nullable=False),
+        sa.Column("catchup_requests", sa.BigInteger(), nullable=False),
+        sa.Column("catchup_error", sa.Text(), nullable=True),
+        sa.Column("catchup_reported_at", sa.DateTime(timezone=True), nullable=True),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
         sa.CheckConstraint("parallel > 0", name="ck_wiki_sets_parallel_positive"),

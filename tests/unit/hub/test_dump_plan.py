@@ -124,3 +124,51 @@ def test_a_failure_backs_off_longer_each_time_and_keeps_the_error():
 ])
 def test_set_state(states, enabled, shown):
     assert dump_plan.set_state(states, enabled) == shown
+
+
+SINCE = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+
+def catch_up(**kw) -> dict[str, dump_plan.CatchUpState]:
+    return {"s": dump_plan.CatchUpState(set_id="s", wiki=WIKI, tenant_id="t", since=SINCE, **kw)}
+
+
+def test_a_catch_up_keeps_its_reader_while_it_lives_and_a_new_one_starts_counting_at_zero():
+    assert dump_plan.readers(catch_up(node="n1"), {"n1", "n2"})["s"].node == "n1"
+    moved = dump_plan.readers(catch_up(node="n1", revisions=5, current=7), {"n2"})["s"]
+    assert (moved.node, moved.revisions, moved.current) == ("n2", 12, 0)
+    assert dump_plan.readers(catch_up(), set())["s"].node is None
+
+
+def test_catch_ups_spread_over_the_nodes():
+    two = {**catch_up(), "r": dump_plan.CatchUpState(set_id="r", wiki=WIKI, tenant_id="t", since=SINCE)}
+    assert {s.node for s in dump_plan.readers(two, {"n1", "n2"}).values()} == {"n1", "n2"}
+
+
+def test_the_duty_names_the_identity_the_tenant_and_where_to_resume():
+    at = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
+    (duty,) = dump_plan.catch_up_duties(catch_up(node="n1", position=at), 3.0)["n1"]
+    assert (duty.since, duty.position, duty.identity, duty.tenants, duty.interval_s) == (
+        "2026-01-01T00:00:00Z", "2026-03-01T12:00:00Z", "ch.wikipedia.org", ("t",), 3.0)
+
+
+def test_only_the_reader_is_heard_and_its_marks_only_move_forward():
+    from shared.dump_wire import CatchUpReport
+    mark = datetime(2026, 3, 1, tzinfo=timezone.utc)
+    before = catch_up(node="n1", position=mark, caught_up_to=mark)
+    report = CatchUpReport("s", position="2026-04-01T00:00:00Z", caught_up_to="2026-02-01T00:00:00Z", revisions=9,
+                           requests=4)
+    after = dump_plan.caught_up(before, {"n1": {"s": report}}, AT)["s"]
+    assert (after.position, after.caught_up_to, after.current, after.requests, after.reported_at) == (
+        datetime(2026, 4, 1, tzinfo=timezone.utc), mark, 9, 4, AT)
+    assert dump_plan.caught_up(before, {"n2": {"s": report}}, AT) == before
+
+
+@pytest.mark.parametrize("states, since, caught_up_to, shown", [
+    ([DONE], None, None, "dumped"),
+    ([DONE], SINCE, None, "catching_up"),
+    ([DONE], SINCE, AT, "following"),
+    ([DONE, READING], SINCE, None, "bootstrapping"),
+])
+def test_set_state_after_the_dump(states, since, caught_up_to, shown):
+    assert dump_plan.set_state(states, True, since, caught_up_to) == shown

@@ -8,7 +8,7 @@ import pytest
 from blackwidow import poller, representations
 from blackwidow.store.dumps import FileView
 from blackwidow.store.nodes import register_node
-from shared.dump_wire import DONE, FAILED, DumpReport, Resume
+from shared.dump_wire import DONE, FAILED, CatchUpReport, DumpReport, Resume
 from shared.wire import Poll, StatusReport
 from tests.fixtures.hub import LOCAL_WIKI, api_client, hub_config
 
@@ -88,13 +88,16 @@ class ReadingSpawns:
         self.ids = node_ids                     # url -> node id
         self.polls: list[tuple[str, Poll]] = []
         self.answers: dict[str, dict[str, DumpReport]] = {}
+        self.catch_up: dict[str, CatchUpReport] = {}       # node -> its report of the set it reads on
 
     def poll(self, node_url: str, poll: Poll) -> StatusReport:
         node = self.ids[node_url]
         self.polls.append((node, poll))
         named = {d.file_id for d in poll.dumps}
+        report = self.catch_up.get(node)
         return StatusReport(node_id=node, boot_id=f"boot-{node}", attached=True,
-                            dumps={fid: r for fid, r in self.answers.get(node, {}).items() if fid in named})
+                            dumps={fid: r for fid, r in self.answers.get(node, {}).items() if fid in named},
+                            catch_up={report.set_id: report} if report is not None else {})
 
     def send_batch(self, node_url, drops, puts):
         raise AssertionError("nothing to send")
@@ -187,3 +190,46 @@ def _file(state: str, bytes_read: int, bytes_total: int | None, rate: float) -> 
 ])
 def test_time_left_counts_every_byte_not_read_at_the_current_rate(files, eta):
     assert representations.dump_progress(tuple(files))["eta_s"] == eta
+
+
+def test_the_dump_date_comes_from_wikimedias_paths_or_is_given(api, tenant):
+    inferred = create(api, tenant).json
+    assert inferred["dumped_at"] == "2026-01-01T00:00:00Z" and inferred["catch_up"]["caught_up_to"] is None
+    given = create(api, tenant, dumped_at="2026-01-03T12:00:00+02:00").json
+    assert given["dumped_at"] == "2026-01-03T10:00:00Z"
+    local = ["https://dumps.wikimedia.org/other/chwiki-latest-pages-meta-history.xml.bz2"]
+    unknown = create(api, tenant, dumps=local).json
+    assert (unknown["dumped_at"], unknown["catch_up"]) == (None, None)
+    for bad in ("2026-01-03", "yesterday", "2026-01-03T12:00:00"):
+        resp = create(api, tenant, dumped_at=bad)
+        assert (resp.status_code, resp.json["error"]["field"]) == (422, "dumped_at")
+
+
+def test_once_every_file_is_written_one_node_reads_on_from_the_dump_date(api, tenant, hub_maker, sqlite_url):
+    s = create(api, tenant, dumps=DUMPS[:1]).json
+    (only,) = (f["id"] for f in s["files"])
+    with hub_maker.begin() as session:
+        n1 = register_node(session, "http://127.0.0.1:9001")[0].id
+    spawns = ReadingSpawns({"http://127.0.0.1:9001": n1})
+    config, state = hub_config(sqlite_url), poller.PollerState()
+    poller.poll_once(hub_maker, spawns, config, state=state)            # type: ignore[arg-type]
+    assert [p.catch_up for _, p in spawns.polls] == [()]              # its file is not written yet
+    spawns.answers[n1] = {only: DumpReport(only, DONE, resume=Resume(3, 30, 9))}
+    poller.poll_once(hub_maker, spawns, config, state=state)            # type: ignore[arg-type]
+    assert api.simulate_get(f"/v1/sets/{s['id']}").json["state"] == "catching_up"
+    spawns.polls.clear()
+    spawns.catch_up[n1] = CatchUpReport(s["id"], position="2026-03-01T00:00:00Z", revisions=40, requests=2)
+    poller.poll_once(hub_maker, spawns, config, state=state)            # type: ignore[arg-type]
+    (duty,) = spawns.polls[0][1].catch_up
+    assert (duty.set_id, duty.since, duty.position, duty.tenants) == (s["id"], "2026-01-01T00:00:00Z", None,
+                                                                      (tenant["id"],))
+    shown = api.simulate_get(f"/v1/sets/{s['id']}").json
+    assert (shown["state"], shown["catch_up"]["node"], shown["catch_up"]["position"],
+            shown["catch_up"]["revisions_written"]) == ("catching_up", n1, "2026-03-01T00:00:00Z", 40)
+    spawns.catch_up[n1] = CatchUpReport(s["id"], position="2026-03-02T00:00:00Z",
+                                        caught_up_to="2026-11-25T08:00:00Z", revisions=41, requests=3)
+    spawns.polls.clear()
+    poller.poll_once(hub_maker, spawns, config, state=state)            # type: ignore[arg-type]
+    assert spawns.polls[0][1].catch_up[0].position == "2026-03-01T00:00:00Z"    # what the hub knew then
+    shown = api.simulate_get(f"/v1/sets/{s['id']}").json
+    assert (shown["state"], shown["catch_up"]["caught_up_to"]) == ("following", "2026-11-25T08:00:00Z")
