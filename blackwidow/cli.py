@@ -126,8 +126,9 @@ def _admin_call(args, client):
             return client.call("DELETE", f"/v1/subscriptions/{a.id}")
         case ("sets", "add"):
             return client.call("POST", "/v1/subscriptions", body=_only_set(
-                kind="wiki", tenant_id=a.tenant, wiki=a.wiki, dumps=a.dumps, dbname=a.dbname, content=a.content,
-                parallel=a.parallel))
+                kind="namespace" if a.namespace else "wiki", tenant_id=a.tenant, wiki=a.wiki, dumps=a.dumps,
+                namespaces=a.namespace or _UNSET, dbname=a.dbname, content=a.content, parallel=a.parallel,
+                dumped_at=a.dumped_at))
         case ("sets", "list"):
             return client.call("GET", "/v1/sets", params={"tenant_id": a.tenant} if a.tenant else None)
         case ("sets", "get"):
@@ -264,6 +265,10 @@ def _sets_parser(nouns) -> None:
     p.add_argument("--dbname", default=_UNSET, help="the dumps' <siteinfo> dbname, e.g. chwiki (checked)")
     p.add_argument("--content", action="store_true", default=_UNSET, help="store wikitext too")
     p.add_argument("--parallel", type=int, default=_UNSET, help="files read at once (default 2)")
+    p.add_argument("--namespace", type=int, action="append", default=[],
+                   help="only this namespace's pages (repeat for several): a namespace set; default: the whole wiki")
+    p.add_argument("--dumped-at", default=_UNSET,
+                   help="when the dump was taken (ISO 8601); default: the date in the URLs' paths")
     p.add_argument("dumps", nargs="+", help="dump file URLs, in order")
     verbs.add_parser("list").add_argument("--tenant")
     for verb in ("get", "stop", "resume", "delete"):
@@ -296,7 +301,7 @@ def _name_or_none(text: str) -> str | None:
 def _admin_defaults(args) -> argparse.Namespace:
     # SUPPRESS keeps unset options out of the namespace; put them back as "not given".
     for name in ("name", "quota", "content", "enabled", "weight", "credential", "in_flight", "per_s", "per_min",
-                 "slow_after_s", "slow_wait_s", "maxlag", "dbname", "parallel"):
+                 "slow_after_s", "slow_wait_s", "maxlag", "dbname", "parallel", "dumped_at"):
         if not hasattr(args, name):
             setattr(args, name, _UNSET)
     return args

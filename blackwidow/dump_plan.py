@@ -52,11 +52,12 @@ class FileState:
     report: DumpReport | None = None     # the latest figures its node reported
     reported_at: datetime | None = None
     finished_at: datetime | None = None
+    namespaces: tuple[int, ...] | None = None     # the set's (kind namespace); None: every page
 
     @property
     def duty(self) -> DumpDuty:
         return DumpDuty(file_id=self.id, set_id=self.set_id, url=self.url, wiki=self.wiki, dbname=self.dbname,
-                        content=self.content, resume=self.resume)
+                        content=self.content, resume=self.resume, namespaces=self.namespaces)
 
 
 def _wanted(f: FileState, now: datetime) -> bool:
@@ -166,11 +167,12 @@ class CatchUpState:
     requests: int = 0
     error: str | None = None
     reported_at: datetime | None = None
+    namespaces: tuple[int, ...] | None = None
 
     def duty(self, interval_s: float) -> CatchUpDuty:
         return CatchUpDuty(set_id=self.set_id, wiki=self.wiki, since=_iso(self.since), identity=wiki_key(self.wiki),
                            tenants=(self.tenant_id,), position=None if self.position is None else _iso(self.position),
-                           content=self.content, interval_s=interval_s)
+                           content=self.content, interval_s=interval_s, namespaces=self.namespaces)
 
 
 def _iso(value: datetime) -> str:

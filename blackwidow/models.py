@@ -272,7 +272,9 @@ class WikiSet(Base):
     tenant_id: Mapped[str] = mapped_column(String(36), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False,
                                            index=True)
     wiki: Mapped[str] = mapped_column(String(2048), nullable=False)      # canonical api.php URL
-    kind: Mapped[str] = mapped_column(String(16), nullable=False)        # wiki
+    kind: Mapped[str] = mapped_column(String(16), nullable=False)        # wiki | namespace
+    # kind namespace: the namespace numbers it holds, "0|4" (MediaWiki's list form); None: every namespace
+    namespaces: Mapped[str | None] = mapped_column(String(512), nullable=True)
     dbname: Mapped[str | None] = mapped_column(String(64), nullable=True)   # the dumps' <siteinfo><dbname>
     content: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
     enabled: Mapped[bool] = mapped_column(Boolean, nullable=False, default=True)

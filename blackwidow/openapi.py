@@ -138,7 +138,10 @@ SCHEMAS["DumpFile"] = _obj({
     "retry_at": {**_NULL_TS, "description": "A failed file is read again from its resume point after this."},
     "reported_at": _NULL_TS, "finished_at": _NULL_TS})
 SCHEMAS["WikiSet"] = _obj({
-    "id": _ID, "kind": {"type": "string", "enum": ["wiki"]}, "tenant_id": _ID, "wiki": {"type": "string"},
+    "id": _ID, "kind": {"type": "string", "enum": ["wiki", "namespace"]}, "tenant_id": _ID,
+    "wiki": {"type": "string"},
+    "namespaces": {"type": "array", "items": {"type": "integer"}, "nullable": True,
+                   "description": "kind namespace: the namespaces it holds; null: every one."},
     "dbname": {"type": "string", "nullable": True}, "content": {"type": "boolean"}, "enabled": {"type": "boolean"},
     "parallel": {"type": "integer"},
     "state": {"type": "string", "enum": ["bootstrapping", "failed", "catching_up", "following", "dumped",

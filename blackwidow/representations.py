@@ -49,7 +49,8 @@ def feed(f: FeedView, *, now: datetime) -> dict:
 def wiki_set(s: SetView) -> dict:
     """A set subscription with its bootstrap's progress, in total and per file, and its catch-up."""
     c = s.catch_up
-    return {"id": s.id, "kind": s.kind, "tenant_id": s.tenant_id, "wiki": s.wiki, "dbname": s.dbname,
+    return {"id": s.id, "kind": s.kind, "tenant_id": s.tenant_id, "wiki": s.wiki,
+            "namespaces": None if s.namespaces is None else list(s.namespaces), "dbname": s.dbname,
             "content": s.content, "enabled": s.enabled, "parallel": s.parallel,
             "state": set_state((f.state for f in s.files), s.enabled, s.dumped_at,
                                c.caught_up_to if c is not None else None),

@@ -19,7 +19,9 @@ MAX_BIGINT = 2**63 - 1
 MAX_TITLE_BYTES = 255            # MediaWiki's own limit
 MAX_BULK_ITEMS = 1000
 MAX_PAGES_TITLES = 10_000        # a `pages` request; a longer list is refused whole (split it)
-KINDS = ("page", "pages", "wiki")    # what POST /v1/subscriptions creates, by the body's `kind`
+KINDS = ("page", "pages", "wiki", "namespace")    # what POST /v1/subscriptions creates, by the body's `kind`
+SET_KINDS = ("wiki", "namespace")                  # of those, the sets read from dump files (blackwidow.wiki_sets)
+MAX_NAMESPACES = 100
 MAX_DUMP_FILES = 1000            # enwiki's pages-meta-history comes in about 900 files
 MAX_DUMP_PARALLEL = 8
 # Characters MediaWiki never allows in a title, plus control characters.
@@ -235,8 +237,12 @@ def _timestamp(name: str):
 
 
 WIKI_SET_CREATE = (
-    Field("kind", "string", "A whole wiki, bootstrapped from its XML dump files.", required=True, enum=("wiki",)),
+    Field("kind", "string", "wiki: a whole wiki; namespace: the pages of some of its namespaces. Either is "
+          "bootstrapped from the wiki's XML dump files.", required=True, enum=SET_KINDS),
     _required(_TENANT_ID), _required(_WIKI),
+    Field("namespaces", "array", "kind namespace only, and required there: the namespace numbers whose pages it "
+          "holds (0 articles, 1 talk, 4 project, 14 category, ...).", min_length=1, max_length=MAX_NAMESPACES,
+          items="integer"),
     Field("dumps", "array", "URLs of the wiki's full-history XML dump files (pages-meta-history or "
           "stub-meta-history; plain, .gz or .bz2), in the order they are to be started. Their hosts follow the "
           "wiki allowlist's rules.", required=True, min_length=1, max_length=MAX_DUMP_FILES, items="string"),

@@ -24,11 +24,13 @@ class NewWikiSet:
     parallel: int
     enabled: bool
     dumped_at: datetime | None      # None: nothing is read from the wiki after the dump
+    namespaces: tuple[int, ...] | None = None   # kind namespace: only these; None: every namespace
 
 
 def parse_wiki_set(body, allowlist: tuple[str, ...]) -> NewWikiSet:
     values = validation.parse(body, validation.WIKI_SET_CREATE)
     wiki = check_wiki(values["wiki"], allowlist)
+    namespaces = _namespaces(values["kind"], values.get("namespaces"))
     dumps: list[str] = []
     for index, url in enumerate(values["dumps"]):
         field = f"dumps[{index}]"
@@ -38,7 +40,23 @@ def parse_wiki_set(body, allowlist: tuple[str, ...]) -> NewWikiSet:
         dumps.append(url)
     return NewWikiSet(tenant_id=values["tenant_id"], wiki=wiki, dumps=tuple(dumps), dbname=values.get("dbname"),
                       content=values.get("content", False), parallel=values.get("parallel", DEFAULT_PARALLEL),
-                      enabled=values.get("enabled", True), dumped_at=values.get("dumped_at") or dump_date(dumps))
+                      enabled=values.get("enabled", True), dumped_at=values.get("dumped_at") or dump_date(dumps),
+                      namespaces=namespaces)
+
+
+def _namespaces(kind: str, given: list[int] | None) -> tuple[int, ...] | None:
+    if kind == "wiki":
+        if given is not None:
+            raise ValidationError("'namespaces' belongs to kind namespace: a wiki set holds every namespace",
+                                  field="namespaces")
+        return None
+    if given is None:
+        raise ValidationError("'namespaces' is required for kind namespace", field="namespaces")
+    for index, ns in enumerate(given):
+        if ns < 0:
+            raise ValidationError(f"'namespaces[{index}]' must be a namespace with pages (0 or more)",
+                                  field=f"namespaces[{index}]")
+    return tuple(sorted(set(given)))
 
 
 def dump_date(urls: Sequence[str]) -> datetime | None:

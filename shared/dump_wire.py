@@ -72,12 +72,16 @@ class DumpDuty:
     dbname: str | None = None
     content: bool = False
     resume: Resume = Resume()
+    namespaces: tuple[int, ...] | None = None     # only the pages of these namespaces; None: every page
 
     def to_dict(self) -> dict:
         body = asdict(self)
         body["resume"] = self.resume.to_dict()
-        if self.dbname is None:
-            body.pop("dbname")
+        for name in ("dbname", "namespaces"):
+            if body[name] is None:
+                body.pop(name)
+        if self.namespaces is not None:
+            body["namespaces"] = list(self.namespaces)
         return body
 
     @classmethod
@@ -88,7 +92,8 @@ class DumpDuty:
         return cls(file_id=required(body, "file_id", str), set_id=required(body, "set_id", str), url=url,
                    wiki=required(body, "wiki", str), dbname=required(body, "dbname", str, optional=True),
                    content=required(body, "content", bool, optional=True, default=False),
-                   resume=Resume.from_dict(required(body, "resume", dict, optional=True, default={})))
+                   resume=Resume.from_dict(required(body, "resume", dict, optional=True, default={})),
+                   namespaces=_namespaces(body))
 
 
 @dataclass(frozen=True)
@@ -141,13 +146,16 @@ class CatchUpDuty:
     position: str | None = None
     content: bool = False
     interval_s: float = 3.0
+    namespaces: tuple[int, ...] | None = None     # only these namespaces' revisions; None: every revision
 
     def to_dict(self) -> dict:
         body = asdict(self)
         body["tenants"] = list(self.tenants)
-        for name in ("identity", "position"):
+        for name in ("identity", "position", "namespaces"):
             if body[name] is None:
                 body.pop(name)
+        if self.namespaces is not None:
+            body["namespaces"] = list(self.namespaces)
         return body
 
     @classmethod
@@ -161,7 +169,8 @@ class CatchUpDuty:
         return cls(set_id=required(body, "set_id", str), wiki=required(body, "wiki", str),
                    since=_iso(body, "since"), identity=required(body, "identity", str, optional=True),
                    tenants=tuple(tenants), position=_iso(body, "position", optional=True),
-                   content=required(body, "content", bool, optional=True, default=False), interval_s=float(interval))
+                   content=required(body, "content", bool, optional=True, default=False), interval_s=float(interval),
+                   namespaces=_namespaces(body))
 
 
 @dataclass(frozen=True)
@@ -187,6 +196,15 @@ class CatchUpReport:
                    revisions=_count(body, "revisions", optional=True) or 0,
                    requests=_count(body, "requests", optional=True) or 0,
                    error=required(body, "error", str, optional=True))
+
+
+def _namespaces(body: object) -> tuple[int, ...] | None:
+    given = required(body, "namespaces", list, optional=True)
+    if given is None:
+        return None
+    if not given or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in given):
+        raise ValidationError("'namespaces' must be a list of namespace numbers", field="namespaces")
+    return tuple(given)
 
 
 def _iso(body: object, name: str, *, optional: bool = False) -> str:

@@ -115,6 +115,8 @@ class CatchUpReader:
         params = {"list": "allrevisions", "arvprop": RVPROP + ("|content" if content else ""), "arvslots": "main",
                   "arvlimit": "max", "arvdir": "newer", "arvstart": api_timestamp(self._position),
                   "curtimestamp": "1"}
+        if self.duty.namespaces is not None:
+            params["arvnamespace"] = "|".join(str(n) for n in self.duty.namespaces)
         cont: dict = {}
         for _ in range(MAX_BATCHES):
             pages, more, now = self.client.query({**params, **cont}, cancel=self._stop, demand=self.demand,

@@ -66,7 +66,8 @@ class DumpRunner:
         checkpoint = Checkpoint(None, {duty.url: FileCheckpoint(pages=r.pages, last_page_id=r.last_page_id,
                                                                 revisions=r.revisions)})
         ingest = DumpIngest([duty.url], wiki=wiki_key(duty.wiki), store=store, checkpoint=checkpoint, http=http,
-                            expected=expected_site(duty), content=duty.content, batch=batch, stop=self._stop)
+                            expected=expected_site(duty), content=duty.content, batch=batch, stop=self._stop,
+                            namespaces=duty.namespaces)
         # cumulative over every node that read the file: the hub's resume point counts what the others wrote
         fp = ingest.progress.files[0]
         fp.pages_written, fp.revisions_written = r.pages, r.revisions

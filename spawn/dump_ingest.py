@@ -133,11 +133,13 @@ class DumpIngest:
                  http: Session, expected: ExpectedSite = ExpectedSite(), content: bool = False,
                  timeout: tuple[float, float] = (10.0, 60.0), batch: int = BATCH,
                  checkpoint_every: float = CHECKPOINT_EVERY, writers: int = WRITERS,
-                 stop: threading.Event | None = None):
+                 stop: threading.Event | None = None, namespaces: Iterable[int] | None = None):
         self.wiki, self.store, self.checkpoint, self.http = wiki, store, checkpoint, http
         self.expected, self.content, self.timeout = expected, content, timeout
         self.batch, self.checkpoint_every, self.writers = batch, checkpoint_every, writers
         self.stop = stop or threading.Event()
+        # only the pages of these namespaces are written (a `namespace` set); None: every page
+        self.namespaces = None if namespaces is None else frozenset(namespaces)
         self.progress = DumpProgress([FileProgress(s) for s in sources])
         # held while a file's resume point and written counts move together: figures() reads them on another thread
         self._figures = threading.Lock()
@@ -226,6 +228,8 @@ class DumpIngest:
                 if position == cp.pages and page.id != cp.last_page_id:
                     raise DumpCorrupt(f"page {position} of the file is id {page.id}, the checkpoint says "
                                       f"{cp.last_page_id}: the file changed since")
+                continue
+            if self.namespaces is not None and int(page.namespace) not in self.namespaces:
                 continue
             rows = [to_row(self.wiki, page, rev, self.content) for rev in page]
             fp.revisions_read += len(rows)

@@ -19,7 +19,7 @@ class SubscriptionsResource:
     def on_post(self, req, resp) -> None:
         body = read_json(req, self._max_body)
         kind = validation.subscription_kind(body)
-        if kind == "wiki":
+        if kind in validation.SET_KINDS:
             wanted = wiki_sets.parse_wiki_set(body, self._allowlist)
             created = dumps_store.create_set(req.context.session, kind=kind, **vars(wanted))
             resp.status = falcon.HTTP_201

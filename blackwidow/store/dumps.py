@@ -21,11 +21,12 @@ MAX_ERROR = 500
 
 def create_set(session: Session, *, tenant_id: str, wiki: str, kind: str, dumps: Sequence[str],
                dbname: str | None, content: bool, parallel: int, enabled: bool = True,
-               dumped_at: datetime | None = None) -> SetView:
+               dumped_at: datetime | None = None, namespaces: Sequence[int] | None = None) -> SetView:
     """Raises ValidationError naming tenant_id for an unknown tenant."""
     if session.get(Tenant, tenant_id) is None:
         raise ValidationError(f"no tenant {tenant_id}", field="tenant_id")
     row = WikiSet(id=str(uuid.uuid4()), tenant_id=tenant_id, wiki=wiki, kind=kind, dbname=dbname, content=content,
+                  namespaces=None if namespaces is None else "|".join(str(n) for n in namespaces),
                   parallel=parallel, enabled=enabled, dumped_at=dumped_at, catchup_revisions=0, catchup_current=0,
                   catchup_requests=0)
     session.add(row)
@@ -56,7 +57,11 @@ def _state(f: DumpFile, s: WikiSet) -> FileState:
                      content=s.content, enabled=s.enabled, parallel=s.parallel, state=f.state, node=f.node_id,
                      resume=Resume(f.pages, f.last_page_id, f.revisions), attempts=f.attempts,
                      retry_at=_aware(f.retry_at), error=f.error, report=report, reported_at=_aware(f.reported_at),
-                     finished_at=_aware(f.finished_at))
+                     finished_at=_aware(f.finished_at), namespaces=namespaces_of(s))
+
+
+def namespaces_of(s: WikiSet) -> tuple[int, ...] | None:
+    return None if s.namespaces is None else tuple(int(n) for n in s.namespaces.split("|"))
 
 
 def save_files(session: Session, files: Mapping[str, FileState], before: Mapping[str, FileState]) -> int:
@@ -97,7 +102,7 @@ def _catch_up(s: WikiSet) -> CatchUpState | None:
                         content=s.content, node=s.catchup_node, position=_aware(s.catchup_position),
                         caught_up_to=_aware(s.caught_up_to), revisions=s.catchup_revisions,
                         current=s.catchup_current, requests=s.catchup_requests, error=s.catchup_error,
-                        reported_at=_aware(s.catchup_reported_at))
+                        reported_at=_aware(s.catchup_reported_at), namespaces=namespaces_of(s))
 
 
 def save_catch_ups(session: Session, sets: Mapping[str, CatchUpState], before: Mapping[str, CatchUpState]) -> None:
@@ -148,6 +153,7 @@ class SetView:
     files: tuple[FileView, ...] = ()
     dumped_at: datetime | None = None
     catch_up: CatchUpState | None = None     # where the catch-up stands (None: the dump's date is unknown)
+    namespaces: tuple[int, ...] | None = None
 
 
 def _file_view(f: DumpFile) -> FileView:
@@ -159,7 +165,7 @@ def _file_view(f: DumpFile) -> FileView:
 def _set_view(s: WikiSet, files: Sequence[DumpFile]) -> SetView:
     return SetView(s.id, s.tenant_id, s.wiki, s.kind, s.dbname, s.content, s.enabled, s.parallel,
                    as_utc(s.created_at), tuple(_file_view(f) for f in sorted(files, key=lambda f: f.position)),
-                   _aware(s.dumped_at), _catch_up(s))
+                   _aware(s.dumped_at), _catch_up(s), namespaces_of(s))
 
 
 def get_set(session: Session, set_id: str) -> SetView | None:

@@ -11,6 +11,7 @@ import shutil
 import time
 import uuid
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator
@@ -20,6 +21,7 @@ import pytest
 import requests
 
 from shared.revisions.cassandra_store import CassandraRevisionStore
+from tests.fixtures.writable_wiki import AdminApi
 from tests.integration.coordination_support import wait_for
 from tests.integration.test_moved_deleted_pages_hub import make_hub, start_nodes
 from tests.support.dumps import assert_stored, split_pages, truth, unpack_chwiki
@@ -140,12 +142,14 @@ def test_a_whole_wiki_from_split_dumps_with_a_node_killed_in_the_middle(
         assert f'bw_set_dump_files{{set="{broken["id"]}",state="failed"}} 1.0' in metrics
 
 
-def _api_truth(writable_wiki) -> dict[int, dict]:
-    """Every revision the wiki's API lists (all namespaces), with the fields both paths store alike."""
+def _api_truth(writable_wiki, namespace: int | None = None) -> dict[int, dict]:
+    """Every revision the wiki's API lists (all namespaces, or one), with the fields both paths store alike."""
     http = writable_wiki.session()
     out: dict[int, dict] = {}
     params = {"action": "query", "list": "allrevisions", "arvlimit": "max", "format": "json", "formatversion": "2",
               "arvprop": "ids|timestamp|flags|user|userid|size|sha1|comment"}
+    if namespace is not None:
+        params["arvnamespace"] = str(namespace)
     cont: dict = {}
     while True:
         body = http.get(writable_wiki.api_url, params={**params, **cont}, timeout=30).json()
@@ -169,14 +173,25 @@ def _stored(store, wiki: str) -> dict[int, dict]:
             for r in store.revisions(wiki)}
 
 
-def test_a_wiki_from_its_own_dump_is_caught_up_and_followed(
-        postgres_url, edge, writable_wiki, cassandra_session, keyspace, tmp_path):
-    """The writable wiki dumped with MediaWiki's dumpBackup.php --full, changed after the dump (an edit, a new
-    page), bootstrapped from the dump and caught up through the local edge's API: the store ends equal to what the
-    wiki's API lists, revision by revision; then a new edit is followed."""
+@dataclass(frozen=True)
+class OwnDump:
+    url: str
+    dumped_at: datetime
+    after: list[int]            # revisions made after the dump
+    kept: str                   # a page in the dump and not changed after it
+    admin: AdminApi
+    hosts: str                  # the edge's wiki and files host[:port]
+    wiki_host: str
+
+
+@pytest.fixture
+def own_dump(writable_wiki, edge) -> Iterator[OwnDump]:
+    """The writable wiki dumped with MediaWiki's dumpBackup.php --full (served by the edge), with pages in the main
+    and the project namespace edited before the dump, and an edit and a new page in each after it."""
     admin = writable_wiki.admin()
     kept, edited, created = (writable_wiki.unique_title(f"Dump {what}") for what in ("kept", "edited", "created"))
-    for title in (kept, edited):
+    project = [f"Project:{t}" for t in (edited, created)]
+    for title in (kept, edited, project[0]):
         for i in range(2):
             admin.edit(title, f"{title} before the dump, {i}")
     dumped_at = datetime.now(timezone.utc).replace(microsecond=0)
@@ -184,46 +199,58 @@ def test_a_wiki_from_its_own_dump_is_caught_up_and_followed(
     folder = edge.files_dir / f"writable-{uuid.uuid4().hex[:8]}"
     folder.mkdir(parents=True)
     (folder / "writable-full.xml.gz").write_bytes(gzip.compress(writable_wiki.dump_full()))
-    dump_url = f"{edge.files_url}{folder.name}/writable-full.xml.gz"
-    after = [admin.edit(edited, f"{edited} after the dump"), admin.edit(created, f"{created} made after the dump")]
-
-    hosts = f"{urlsplit(edge.writable_api_url).netloc},{urlsplit(edge.files_url).netloc}"
+    after = [admin.edit(edited, f"{edited} after the dump"), admin.edit(created, f"{created} made after the dump"),
+             admin.edit(project[0], "after the dump"), admin.edit(project[1], "made after the dump")]
     wiki_host = urlsplit(edge.writable_api_url).netloc
-    try:
-        with cluster(postgres_url, "catchup", tmp_path, keyspace, hub_hosts=hosts, spawn_hosts=hosts) as (hub, _):
-            set_path = _own_dump_set(hub, edge, dump_url, dumped_at)
-            _caught_up_and_followed(hub, set_path, writable_wiki, admin, cassandra_session, keyspace, wiki_host,
-                                    after, kept)
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+    yield OwnDump(f"{edge.files_url}{folder.name}/writable-full.xml.gz", dumped_at, after, kept, admin,
+                  f"{wiki_host},{urlsplit(edge.files_url).netloc}", wiki_host)
+    shutil.rmtree(folder, ignore_errors=True)
 
 
-def _own_dump_set(hub, edge, dump_url: str, dumped_at: datetime) -> str:
+def _own_dump_set(hub, edge, dump: OwnDump, **extra) -> str:
     tenant = hub.post("/v1/tenants", {"name": "own-dump", "quota": None})
     created = hub.post("/v1/subscriptions", {
-        "kind": "wiki", "tenant_id": tenant["id"], "wiki": edge.writable_api_url, "dumps": [dump_url],
-        "dbname": "writable_wiki", "dumped_at": dumped_at.isoformat()})
+        "kind": "wiki", "tenant_id": tenant["id"], "wiki": edge.writable_api_url, "dumps": [dump.url],
+        "dbname": "writable_wiki", "dumped_at": dump.dumped_at.isoformat(), **extra})
     return f"/v1/sets/{created['id']}"
 
 
-def _caught_up_and_followed(hub, set_path: str, writable_wiki, admin, cassandra_session, keyspace: str,
-                            wiki_host: str, after: list[int], kept: str) -> None:
-    wait_for(lambda: hub.get(set_path)["state"] == "following", 180, 0.2, "the set caught up")
-    shown = hub.get(set_path)
-    # the API read only what the dump lacks: the revisions after it, and those of the dump's last second
-    assert shown["catch_up"]["error"] is None
-    assert len(after) <= shown["catch_up"]["revisions_written"] <= len(after) + 4
-    assert shown["progress"]["files_done"] == 1
+def test_a_wiki_from_its_own_dump_is_caught_up_and_followed(
+        postgres_url, edge, writable_wiki, own_dump, cassandra_session, keyspace, tmp_path):
+    """Bootstrapped from the dump and caught up through the local edge's API, the store ends equal to what the wiki's
+    API lists, revision by revision; then a new edit is followed."""
+    with cluster(postgres_url, "catchup", tmp_path, keyspace, hub_hosts=own_dump.hosts,
+                 spawn_hosts=own_dump.hosts) as (hub, _):
+        set_path = _own_dump_set(hub, edge, own_dump)
+        wait_for(lambda: hub.get(set_path)["state"] == "following", 180, 0.2, "the set caught up")
+        shown = hub.get(set_path)
+        # the API read only what the dump lacks: the revisions after it, and those of the dump's last second
+        after = own_dump.after
+        assert shown["catch_up"]["error"] is None
+        assert len(after) <= shown["catch_up"]["revisions_written"] <= len(after) + 6
+        assert shown["progress"]["files_done"] == 1
 
-    store = CassandraRevisionStore(cassandra_session, keyspace)
-    truth = _api_truth(writable_wiki)
-    assert set(after) <= set(truth)
-    stored = _stored(store, wiki_host)
-    assert sorted(stored) == sorted(truth)
-    assert stored == truth
+        store = CassandraRevisionStore(cassandra_session, keyspace)
+        truth = _api_truth(writable_wiki)
+        assert set(after) <= set(truth)
+        stored = _stored(store, own_dump.wiki_host)
+        assert sorted(stored) == sorted(truth)
+        assert stored == truth
 
-    # following: a revision made now reaches the store through the same reader
-    newest = admin.edit(kept, f"{kept} while followed")
-    wait_for(lambda: newest in _stored(store, wiki_host), 60, 0.5, "the new revision stored")
-    assert _stored(store, wiki_host) == _api_truth(writable_wiki)
-    assert hub.get(set_path)["catch_up"]["caught_up_to"] >= shown["catch_up"]["caught_up_to"]
+        # following: a revision made now reaches the store through the same reader
+        newest = own_dump.admin.edit(own_dump.kept, f"{own_dump.kept} while followed")
+        wait_for(lambda: newest in _stored(store, own_dump.wiki_host), 60, 0.5, "the new revision stored")
+        assert _stored(store, own_dump.wiki_host) == _api_truth(writable_wiki)
+        assert hub.get(set_path)["catch_up"]["caught_up_to"] >= shown["catch_up"]["caught_up_to"]
+
+
+def test_a_namespace_of_a_wiki_from_its_own_dump(
+        postgres_url, edge, writable_wiki, own_dump, cassandra_session, keyspace, tmp_path):
+    """kind namespace: only the project namespace's pages are written, from the dump and from the catch-up."""
+    with cluster(postgres_url, "namespace", tmp_path, keyspace, hub_hosts=own_dump.hosts,
+                 spawn_hosts=own_dump.hosts) as (hub, _):
+        set_path = _own_dump_set(hub, edge, own_dump, kind="namespace", namespaces=[4])
+        wait_for(lambda: hub.get(set_path)["state"] == "following", 180, 0.2, "the set caught up")
+        truth = _api_truth(writable_wiki, namespace=4)
+        assert {r["ns"] for r in truth.values()} == {4} and set(own_dump.after[2:]) <= set(truth)
+        assert _stored(CassandraRevisionStore(cassandra_session, keyspace), own_dump.wiki_host) == truth

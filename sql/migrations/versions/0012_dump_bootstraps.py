@@ -1,5 +1,5 @@
-"""Set subscriptions bootstrapped from dump files: `wiki_sets` (a tenant's whole wiki, with where its catch-up from
-the dump's date stands) and `dump_files` (each file with its resume point and its node's latest figures), for the
+"""Set subscriptions bootstrapped from dump files: `wiki_sets` (a tenant's whole wiki or some of its namespaces, with where
+its catch-up from the dump's date stands) and `dump_files` (each file with its resume point and its node's latest figures), for the
 scheduler's dump duties (docs/dumps.md).
 
 Revision ID: 0012
@@ -22,6 +22,7 @@ def upgrade() -> None:
         sa.Column("tenant_id", sa.String(36), nullable=False),
         sa.Column("wiki", sa.String(2048), nullable=False),
         sa.Column("kind", sa.String(16), nullable=False),
+        sa.Column("namespaces", sa.String(512), nullable=True),
         sa.Column("dbname", sa.String(64), nullable=True),
         sa.Column("content", sa.Boolean(), nullable=False),
         sa.Column("enabled", sa.Boolean(), nullable=False),

@@ -147,9 +147,9 @@ def test_catch_ups_spread_over_the_nodes():
 
 def test_the_duty_names_the_identity_the_tenant_and_where_to_resume():
     at = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
-    (duty,) = dump_plan.catch_up_duties(catch_up(node="n1", position=at), 3.0)["n1"]
-    assert (duty.since, duty.position, duty.identity, duty.tenants, duty.interval_s) == (
-        "2026-01-01T00:00:00Z", "2026-03-01T12:00:00Z", "ch.wikipedia.org", ("t",), 3.0)
+    (duty,) = dump_plan.catch_up_duties(catch_up(node="n1", position=at, namespaces=(0,)), 3.0)["n1"]
+    assert (duty.since, duty.position, duty.identity, duty.tenants, duty.interval_s, duty.namespaces) == (
+        "2026-01-01T00:00:00Z", "2026-03-01T12:00:00Z", "ch.wikipedia.org", ("t",), 3.0, (0,))
 
 
 def test_only_the_reader_is_heard_and_its_marks_only_move_forward():

@@ -233,3 +233,26 @@ def test_once_every_file_is_written_one_node_reads_on_from_the_dump_date(api, te
     assert spawns.polls[0][1].catch_up[0].position == "2026-03-01T00:00:00Z"    # what the hub knew then
     shown = api.simulate_get(f"/v1/sets/{s['id']}").json
     assert (shown["state"], shown["catch_up"]["caught_up_to"]) == ("following", "2026-11-25T08:00:00Z")
+
+
+@pytest.mark.parametrize("body, field", [
+    ({"kind": "namespace"}, "namespaces"),
+    ({"kind": "namespace", "namespaces": []}, "namespaces"),
+    ({"kind": "namespace", "namespaces": [0, -1]}, "namespaces[1]"),
+    ({"kind": "namespace", "namespaces": ["0"]}, "namespaces[0]"),
+    ({"kind": "wiki", "namespaces": [0]}, "namespaces"),
+])
+def test_namespaces_belong_to_the_namespace_kind(api, tenant, body, field):
+    resp = create(api, tenant, **body)
+    assert (resp.status_code, resp.json["error"]["field"]) == (422, field), resp.json
+
+
+def test_a_namespace_set_carries_its_namespaces_to_the_nodes(api, tenant, hub_maker, sqlite_url):
+    s = create(api, tenant, kind="namespace", namespaces=[4, 0, 4], dumps=DUMPS[:1]).json
+    assert (s["kind"], s["namespaces"]) == ("namespace", [0, 4])
+    with hub_maker.begin() as session:
+        n1 = register_node(session, "http://127.0.0.1:9001")[0].id
+    spawns = ReadingSpawns({"http://127.0.0.1:9001": n1})
+    poller.poll_once(hub_maker, spawns, hub_config(sqlite_url), state=poller.PollerState())   # type: ignore[arg-type]
+    assert [d.namespaces for d in spawns.polls[0][1].dumps] == [(0, 4)]
+    assert create(api, tenant).json["namespaces"] is None

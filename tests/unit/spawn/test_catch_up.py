@@ -118,3 +118,10 @@ def test_a_set_no_longer_named_is_stopped(store):
     assert set(readers.reports()) == {"s1"}
     readers.apply([])
     assert readers.reports() == {}
+
+
+@responses.activate
+def test_a_namespace_set_reads_only_its_namespaces(store):
+    responses.add(responses.GET, API, json=answer([], None))
+    CatchUpReader(duty(namespaces=(0, 4)), client(), store).read_once()
+    assert responses.calls[0].request.params["arvnamespace"] == "0|4"

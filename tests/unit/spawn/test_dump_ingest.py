@@ -447,3 +447,16 @@ def test_a_block_is_bounded_however_well_the_data_compresses(kind, compress, mon
     zeros = bytes(20 * dump_stream.INFLATE_OUT)
     blocks = list(dump_stream._blocks([compress(zeros)], kind))
     assert max(map(len, blocks)) <= dump_stream.INFLATE_OUT and sum(map(len, blocks)) == len(zeros)
+
+
+def test_a_namespace_set_writes_only_its_namespaces_and_resumes_past_the_others(store, tmp_path):
+    talk = "".join(page_xml(p, 2).replace("<ns>0</ns>", "<ns>1</ns>") for p in (3, 4))
+    path = tmp_path / "ns.xml"
+    path.write_text(dump_xml(pages(1, 2, 2) + talk + pages(5, 1, 2)), encoding="utf-8")
+    run = ingest([path], store, tmp_path, namespaces=[1])
+    assert run.run() is True
+    assert sorted({r.page_id for r in store.revisions(WIKI)}) == [3, 4]
+    assert {r.ns for r in store.revisions(WIKI)} == {1}
+    assert run.progress.files[0].revisions_written == 4
+    cp = run.checkpoint.of(str(path))
+    assert (cp.done, cp.pages, cp.last_page_id, cp.revisions) == (True, 4, 4, 4)     # position in the file
