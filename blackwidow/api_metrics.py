@@ -67,6 +67,9 @@ class StoreCollector:
         sets = [GaugeMetricFamily(f"bw_set_dump_{name}", text, labels=["set"]) for _, name, text in _DUMP_GAUGES]
         files = GaugeMetricFamily("bw_set_dump_files", "A set subscription's dump files by state.",
                                   labels=["set", "state"])
+        lag = GaugeMetricFamily("bw_set_catch_up_lag_seconds", "Seconds from a set's caught_up_to (every revision "
+                                "up to it is stored) to now, once its catch-up first reached the present.",
+                                labels=["set"])
         try:
             with self._maker() as session:
                 counts = store_counts(session)
@@ -95,7 +98,9 @@ class StoreCollector:
                     gauge.add_metric([view.id], progress[field])
             for state in FILE_STATES:
                 files.add_metric([view.id, state], sum(f.state == state for f in view.files))
-        yield from (up, subs, nodes, tenants, quota, used, leased, *sets, files)
+            if view.catch_up is not None and view.catch_up.caught_up_to is not None:
+                lag.add_metric([view.id], max(0.0, time.time() - view.catch_up.caught_up_to.timestamp()))
+        yield from (up, subs, nodes, tenants, quota, used, leased, *sets, files, lag)
 
 
 def render(store_registry: CollectorRegistry) -> bytes:

@@ -227,12 +227,15 @@ def test_once_every_file_is_written_one_node_reads_on_from_the_dump_date(api, te
     assert (shown["state"], shown["catch_up"]["node"], shown["catch_up"]["position"],
             shown["catch_up"]["revisions_written"]) == ("catching_up", n1, "2026-03-01T00:00:00Z", 40)
     spawns.catch_up[n1] = CatchUpReport(s["id"], position="2026-03-02T00:00:00Z",
-                                        caught_up_to="2026-11-25T08:00:00Z", revisions=41, requests=3)
+                                        caught_up_to="2026-11-01T08:00:00Z", revisions=41, requests=3)
     spawns.polls.clear()
     poller.poll_once(hub_maker, spawns, config, state=state)            # type: ignore[arg-type]
     assert spawns.polls[0][1].catch_up[0].position == "2026-03-01T00:00:00Z"    # what the hub knew then
     shown = api.simulate_get(f"/v1/sets/{s['id']}").json
-    assert (shown["state"], shown["catch_up"]["caught_up_to"]) == ("following", "2026-11-25T08:00:00Z")
+    assert (shown["state"], shown["catch_up"]["caught_up_to"]) == ("following", "2026-11-01T08:00:00Z")
+    lag = [line for line in api.simulate_get("/metrics").text.splitlines()
+           if line.startswith(f'bw_set_catch_up_lag_seconds{{set="{s["id"]}"}}')]
+    assert len(lag) == 1 and float(lag[0].split()[-1]) > 0
 
 
 @pytest.mark.parametrize("body, field", [
