@@ -18,7 +18,7 @@ from bench.common import ROOT
 
 SCRIPTS = ("requests_per_revision", "change_detection", "ingest", "writer", "hub_scale", "movement",
            "recovery", "quota", "content_storage", "ring_harvest", "upstream_budget", "dump_ingest",
-           "feed_freshness", "feed_latency")
+           "feed_freshness", "feed_latency", "splice")
 
 
 def machine() -> str:

@@ -1,0 +1,165 @@
+"""15. A whole wiki from its dump, then caught up through the API: gaps and duplicates at the splice, with a spawn
+killed at a random moment of each run.
+
+Each run: a few edits on the writable wiki, the wiki dumped with MediaWiki's own dumpBackup.php --full (served by
+the local nginx edge) with its date, then an edit and a new page after the dump; a hub on PostgreSQL and two spawns
+on a fresh Cassandra keyspace; a `kind: wiki` set from the dump, caught up through the edge's API. One spawn is
+killed (SIGKILL) at a moment drawn uniformly over the time the first run took to reach `following`, and restarted
+right away. When the set follows, the store is compared with what the wiki's API lists:
+
+- a gap is a revision the API lists and the store lacks; an extra is one stored the API does not list;
+- a duplicate is a page whose stored revision count differs from its distinct stored revisions (rows are keyed
+  by revision id, so a revision written twice shows only in the counts).
+
+Also, from the same runs: the revisions read through the API against those from the dump (the API-only path
+reads them all through the API), and the time to `following`.
+
+    .venv/bin/python -m bench.splice [--runs 20]
+
+Not a test: numbers depend on the machine and its load.
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import random
+import shutil
+import statistics
+import tempfile
+import time
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from bench.common import USER_AGENT, cassandra_keyspace, heading, pg_database, table, verdict
+from bench.upstream_budget import the_edge
+from shared.revisions.cassandra_store import CassandraRevisionStore
+from tests.e2e.cluster import Cluster
+from tests.fixtures.writable_wiki import API_URL, RUN_DIR, WritableWiki
+from tests.support.processes import wait_for
+
+RUNS = 20
+
+
+def api_revisions(wiki: WritableWiki) -> set[int]:
+    http = wiki.session()
+    ids: set[int] = set()
+    params = {"action": "query", "list": "allrevisions", "arvlimit": "max", "arvprop": "ids", "format": "json",
+              "formatversion": "2"}
+    cont: dict = {}
+    while True:
+        body = http.get(wiki.api_url, params={**params, **cont}, timeout=30).json()
+        ids.update(r["revid"] for page in body["query"]["allrevisions"] for r in page["revisions"])
+        if "continue" not in body:
+            return ids
+        cont = body["continue"]
+
+
+def stored(store: CassandraRevisionStore, wiki: str) -> tuple[set[int], int]:
+    """(stored revision ids, pages whose stored count differs from their distinct stored revisions)."""
+    by_page: dict[int, set[int]] = {}
+    for r in store.revisions(wiki):
+        by_page.setdefault(r.page_id, set()).add(r.rev_id)
+    duplicated = 0
+    for page_id, revs in by_page.items():
+        state = store.page(wiki, page_id)
+        if state is None or state.revisions != len(revs):
+            duplicated += 1
+    return {r for revs in by_page.values() for r in revs}, duplicated
+
+
+def one_run(index: int, wiki: WritableWiki, edge, work: Path, kill_at: float | None) -> dict:
+    admin = wiki.admin()
+    title = wiki.unique_title(f"Splice {index}")
+    for i in range(3):
+        admin.edit(title, f"before the dump {i}")
+    dumped_at = datetime.now(timezone.utc).replace(microsecond=0)
+    time.sleep(1.1)
+    folder = edge.files_dir / f"splice-{uuid.uuid4().hex[:8]}"
+    folder.mkdir(parents=True)
+    (folder / "full.xml.gz").write_bytes(gzip.compress(wiki.dump_full()))
+    admin.edit(title, "after the dump")
+    admin.edit(wiki.unique_title(f"Splice new {index}"), "made after the dump")
+    hosts = f"{urlsplit(edge.writable_api_url).netloc},{urlsplit(edge.files_url).netloc}"
+    wiki_host = urlsplit(edge.writable_api_url).netloc
+    run_dir = work / f"run-{index}"
+    run_dir.mkdir()
+    try:
+        with pg_database("bench_splice") as database_url, cassandra_keyspace("bench_splice") as (session, keyspace):
+            cluster = Cluster(run_dir, database_url=database_url, keyspace=keyspace, user_agent=USER_AGENT,
+                              allowlist=hosts).start(spawns=2)
+            try:
+                tenant = cluster.tenant("splice")
+                created = cluster.hub.post("/v1/subscriptions", {
+                    "kind": "wiki", "tenant_id": tenant["id"], "wiki": edge.writable_api_url,
+                    "dumps": [f"{edge.files_url}{folder.name}/full.xml.gz"], "dbname": "writable_wiki",
+                    "dumped_at": dumped_at.isoformat()})
+                path = f"/v1/sets/{created['id']}"
+                started = time.monotonic()
+                phase = "-"
+                if kill_at is not None:
+                    while time.monotonic() - started < kill_at and cluster.hub.get(path)["state"] != "following":
+                        time.sleep(0.05)
+                    phase = cluster.hub.get(path)["state"]
+                    victim = random.choice(cluster.spawns)
+                    victim.kill9()
+                    victim.start()
+                wait_for(lambda: cluster.hub.get(path)["state"] == "following", 300, 0.1, "the set following")
+                took = time.monotonic() - started
+                shown = cluster.hub.get(path)
+                truth = api_revisions(wiki)
+                ids, duplicated = stored(CassandraRevisionStore(session, keyspace), wiki_host)
+                return {"took": took, "phase": phase, "gaps": len(truth - ids), "extra": len(ids - truth),
+                        "duplicated": duplicated, "revisions": len(truth),
+                        "via_api": shown["catch_up"]["revisions_written"],
+                        "via_dump": shown["progress"]["revisions_written"]}
+            finally:
+                cluster.stop()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=RUNS)
+    args = parser.parse_args()
+    wiki = WritableWiki(API_URL, RUN_DIR)
+    edge = the_edge()
+    rng = random.Random(15)
+    results = []
+    with tempfile.TemporaryDirectory(prefix="bench-splice-") as tmp:
+        work = Path(tmp)
+        calibration = one_run(0, wiki, edge, work, None)
+        for i in range(1, args.runs + 1):
+            results.append(one_run(i, wiki, edge, work, rng.uniform(0, calibration["took"])))
+    gaps = sum(r["gaps"] + r["extra"] for r in results)
+    duplicated = sum(r["duplicated"] for r in results)
+    phases = {p: sum(r["phase"] == p for r in results) for p in ("bootstrapping", "catching_up", "following")}
+    share = [r["via_api"] / r["revisions"] for r in results]
+    print(heading(15, "Whole wiki from its dump, caught up: gaps and duplicates at the splice"))
+    print(f"The writable test wiki dumped with dumpBackup.php --full ({results[-1]['revisions']:,} revisions at the "
+          f"last run), changed after the dump, bootstrapped through a hub and two spawns on Cassandra and caught "
+          f"up through the local edge; {len(results)} runs, each with a spawn killed (SIGKILL) and restarted at a "
+          f"random moment of the first {calibration['took']:.1f} s (a run without a kill took that long to "
+          f"follow). The kills fell while the set was bootstrapping {phases['bootstrapping']} times, catching up "
+          f"{phases['catching_up']} times, following {phases['following']} times.\n")
+    print(table(["measure", "value"], [
+        ["runs", str(len(results))],
+        ["revisions missing or extra after the splice (all runs)", str(gaps)],
+        ["pages counted twice (all runs)", str(duplicated)],
+        ["revisions read through the API, share of the wiki (median)", f"{statistics.median(share):.1%}"],
+        ["revisions read through the API on the API-only path", "100 %"],
+        ["time to following, median / worst (s)",
+         f"{statistics.median(r['took'] for r in results):.1f} / {max(r['took'] for r in results):.1f}"],
+    ], right=(1,)))
+    print()
+    print(f"Goal 0 gaps and 0 duplicates at the splice over {len(results)} runs with a kill: "
+          f"{gaps + duplicated} — {verdict(gaps + duplicated == 0)}\n")
+    print(f"Goal ≤ 1 % of revisions through the API: {statistics.median(share):.1%} — "
+          f"{verdict(statistics.median(share) <= 0.01)}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
