@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from blackwidow.dump_plan import CatchUpState, FileState
 from blackwidow.models import DumpFile, Tenant, WikiSet
 from blackwidow.store.pagination import as_utc
-from shared.dump_wire import DONE, DumpReport, Resume
+from shared.dump_wire import DONE, FAILED, READING, DumpReport, Resume
 from shared.errors import ValidationError
 
 MAX_ERROR = 500
@@ -49,7 +49,7 @@ def load_files(session: Session) -> dict[str, FileState]:
 def _state(f: DumpFile, s: WikiSet) -> FileState:
     report = None
     if f.reported_at is not None:
-        report = DumpReport(file_id=f.id, state=f.state if f.state in (DONE, "failed") else "reading",
+        report = DumpReport(file_id=f.id, state=f.state if f.state in (DONE, FAILED) else READING,
                             resume=Resume(f.pages, f.last_page_id, f.revisions), bytes_read=f.bytes_read,
                             bytes_total=f.bytes_total, revisions_read=f.revisions_read,
                             revisions_per_s=f.revisions_per_s, bytes_per_s=f.bytes_per_s, error=f.error)

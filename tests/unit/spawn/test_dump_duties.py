@@ -284,3 +284,17 @@ def test_a_node_applies_dump_duties_on_a_polls_first_request_and_reports_them_on
     assert node.report().dumps["f1"].resume == Resume(3, 3, 9)
     node.detach()
     assert runners.reports() == {} and node.report().dumps == {}
+
+
+@responses.activate
+def test_a_namespace_duty_writes_only_its_namespaces(store, runners_of):
+    serve(1, 1, 4)          # generated pages are all in namespace 0
+    runners = runners_of(store)
+    runners.apply([duty(1, namespaces=(4,))])
+    report = finished(runners, "f1")
+    assert (report.state, report.resume.pages, report.resume.revisions) == ("done", 0, 0)
+    assert page_ids(store) == set()
+    runners.apply([])
+    serve(2, 1, 4)
+    runners.apply([duty(2, namespaces=(0, 4))])
+    assert finished(runners, "f2").state == "done" and page_ids(store) == {1, 2, 3, 4}
