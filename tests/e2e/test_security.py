@@ -120,7 +120,7 @@ def test_auth_allowlist_and_secrets_on_real_processes(make_cluster, mediawiki):
                     continue
                 secret = admin if "adminToken" in security[0] else node
                 url = hub.url + path.replace("{tenant_id}", some_id).replace("{sub_id}", some_id) \
-                    .replace("{node_id}", some_id)
+                    .replace("{node_id}", some_id).replace("{set_id}", some_id)
                 for headers in wrong:
                     if headers.get("Authorization", "").endswith(f" {secret}"):
                         continue            # that is the right secret for this operation
@@ -128,7 +128,7 @@ def test_auth_allowlist_and_secrets_on_real_processes(make_cluster, mediawiki):
                     _error(resp, 401, "Authorization")
                     assert admin not in resp.text and node not in resp.text
                 admin_ops += secret == admin
-        assert admin_ops >= 12
+        assert admin_ops >= 16
 
         # -- spawn control calls refuse a missing or wrong node secret ------------------------------------
         spec = SubscriptionSpec(id=str(uuid.uuid4()), tenant_id=tenant["id"], wiki=mediawiki.api_url,

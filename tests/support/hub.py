@@ -29,15 +29,19 @@ class HubProcesses:
 
     # -- processes ----------------------------------------------------------------------------
     def start(self, tag: str) -> None:
-        self.start_api(tag)
+        """Both processes at once, as a host's service manager starts them (the scheduler waits for the schema
+        `serve` migrates); returns once the API serves."""
+        self.start_api(tag, wait=False)
         self.start_scheduler(tag)
+        wait_for(self.serving, 90, 0.2, f"/health of the hub API ({self.api.log})")
 
-    def start_api(self, tag: str, *, workers: int | None = None) -> None:
+    def start_api(self, tag: str, *, workers: int | None = None, wait: bool = True) -> None:
         extra = ["--workers", str(workers)] if workers else []
         self.api = LoggedProcess([str(BIN / "blackwidow"), "serve", "--bind", f"127.0.0.1:{self.port}", *extra],
                                  self.env, self.run_dir / f"api-{tag}.log")
         self.started.append(self.api)
-        wait_for(self.serving, 90, 0.2, f"/health of the hub API ({self.api.log})")
+        if wait:
+            wait_for(self.serving, 90, 0.2, f"/health of the hub API ({self.api.log})")
 
     def start_scheduler(self, tag: str) -> None:
         self.scheduler = LoggedProcess([str(BIN / "blackwidow"), "scheduler"], self.env,
