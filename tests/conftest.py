@@ -9,4 +9,5 @@ pytest_plugins = [
     "tests.fixtures.writable_wiki",
     "tests.fixtures.edge",
     "tests.fixtures.revision_stores",
+    "tests.fixtures.dumps",
 ]

@@ -24,7 +24,7 @@ from shared.revisions.cassandra_store import CassandraRevisionStore
 from tests.fixtures.writable_wiki import AdminApi
 from tests.integration.coordination_support import wait_for
 from tests.integration.test_moved_deleted_pages_hub import make_hub, start_nodes
-from tests.support.dumps import assert_stored, split_pages, truth, unpack_chwiki
+from tests.support.dumps import assert_stored
 from tests.support.hub import HubProcesses
 from tests.support.processes import SpawnProcess
 
@@ -36,18 +36,16 @@ REVISIONS, PAGES, PARTS = 13_598, 2_293, 4
 
 
 @pytest.fixture(scope="module")
-def split_dump(edge, tmp_path_factory):
-    work = tmp_path_factory.mktemp("chwiki-hub")
-    source = unpack_chwiki(work)
+def split_dump(edge, chwiki):
     folder = f"hub-dumps-{uuid.uuid4().hex[:8]}"
     target = edge.files_dir / folder
     target.mkdir(parents=True)
     urls = []
-    for i, part in enumerate(split_pages(source.read_text(encoding="utf-8"), PARTS), 1):
+    for i, part in enumerate(chwiki.parts(PARTS), 1):
         name = f"chwiki-pages-meta-history{i}.xml.gz"
         (target / name).write_bytes(gzip.compress(part.encode("utf-8"), compresslevel=6))
         urls.append(f"{edge.files_url}{folder}/{name}")
-    yield {"urls": urls, "truth": truth(source), "missing": f"{edge.files_url}{folder}/absent.xml.gz"}
+    yield {"urls": urls, "truth": chwiki.truth, "missing": f"{edge.files_url}{folder}/absent.xml.gz"}
     shutil.rmtree(target, ignore_errors=True)
 
 

@@ -25,7 +25,7 @@ from shared.revisions.sqlite_store import SQLiteRevisionStore
 from spawn.dump_ingest import Checkpoint, DumpIngest
 from spawn.dump_rows import (DumpCorrupt, DumpNotFound, DumpSchemaUnknown, DumpStalled, DumpWrongWiki,
                              ExpectedSite)
-from tests.support.dumps import X, assert_stored, split_pages, truth, unpack_chwiki
+from tests.support.dumps import X, assert_stored
 
 pytestmark = pytest.mark.integration
 
@@ -36,18 +36,16 @@ REVISIONS, PAGES, PARTS = 13_598, 2_293, 4
 
 
 @pytest.fixture(scope="module")
-def published(edge, tmp_path_factory):
+def published(edge, chwiki):
     """{name: URL} of the dump as published and re-split, under a directory of the edge's files/."""
-    work = tmp_path_factory.mktemp("chwiki")
-    source = unpack_chwiki(work)
-    text = source.read_text(encoding="utf-8")
-    expected = truth(source)
+    source, expected = chwiki.path, chwiki.truth
     folder = f"dumps-{uuid.uuid4().hex[:8]}"
     target = edge.files_dir / folder
     target.mkdir(parents=True)
     shutil.copyfile(source, target / source.name)
     names = {"published": source.name}
-    for i, part in enumerate(split_pages(text, PARTS), 1):
+    parts = chwiki.parts(PARTS)
+    for i, part in enumerate(parts, 1):
         raw = part.encode("utf-8")
         for kind, compress in (("gz", gzip.compress), ("bz2", bz2.compress)):
             name = f"chwiki-pages-meta-history{i}.xml.{kind}"
@@ -57,7 +55,7 @@ def published(edge, tmp_path_factory):
     corrupt = bytearray((target / names["bz22"]).read_bytes())
     corrupt[300_000:300_064] = bytes(64)
     (target / "corrupt2.xml.bz2").write_bytes(bytes(corrupt))
-    (target / "schema.xml").write_text(split_pages(text, PARTS)[0].replace('version="0.10"', 'version="0.42"', 1))
+    (target / "schema.xml").write_text(parts[0].replace('version="0.10"', 'version="0.42"', 1))
     urls = {k: f"{edge.files_url}{folder}/{v}" for k, v in names.items()}
     for extra in ("truncated2.xml.gz", "corrupt2.xml.bz2", "schema.xml"):
         urls[extra] = f"{edge.files_url}{folder}/{extra}"
