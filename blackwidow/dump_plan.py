@@ -23,7 +23,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Callable, Iterable, Mapping
 
-from shared.dump_wire import DONE, FAILED, CatchUpDuty, CatchUpReport, DumpDuty, DumpReport, Resume
+from shared.dump_wire import (DONE, FAILED, CatchUpDuty, CatchUpReport, DumpDuty, DumpReport, Resume, parse_time,
+                              wire_time)
 from shared.hashing import stable_hash, wiki_key
 
 PENDING = "pending"         # waiting for a node
@@ -170,13 +171,10 @@ class CatchUpState:
     namespaces: tuple[int, ...] | None = None
 
     def duty(self, interval_s: float) -> CatchUpDuty:
-        return CatchUpDuty(set_id=self.set_id, wiki=self.wiki, since=_iso(self.since), identity=wiki_key(self.wiki),
-                           tenants=(self.tenant_id,), position=None if self.position is None else _iso(self.position),
+        position = None if self.position is None else wire_time(self.position)
+        return CatchUpDuty(set_id=self.set_id, wiki=self.wiki, since=wire_time(self.since),
+                           identity=wiki_key(self.wiki), tenants=(self.tenant_id,), position=position,
                            content=self.content, interval_s=interval_s, namespaces=self.namespaces)
-
-
-def _iso(value: datetime) -> str:
-    return value.isoformat().replace("+00:00", "Z")
 
 
 def readers(sets: Mapping[str, CatchUpState], live: Iterable[str]) -> dict[str, CatchUpState]:
@@ -215,14 +213,16 @@ def caught_up(sets: Mapping[str, CatchUpState], reports: Mapping[str, Mapping[st
         report = reports.get(s.node or "", {}).get(sid)
         if report is None:
             continue
+        # a reader that started again on the same node (its spawn restarted) counts from 0: keep what it wrote
+        earlier = s.revisions + (s.current if report.revisions < s.current else 0)
         out[sid] = replace(s, position=_later(s.position, report.position),
-                           caught_up_to=_later(s.caught_up_to, report.caught_up_to), current=report.revisions,
-                           requests=report.requests, error=report.error, reported_at=now)
+                           caught_up_to=_later(s.caught_up_to, report.caught_up_to), revisions=earlier,
+                           current=report.revisions, requests=report.requests, error=report.error, reported_at=now)
     return out
 
 
 def _later(mine: datetime | None, reported: str | None) -> datetime | None:
     if reported is None:
         return mine
-    theirs = datetime.fromisoformat(reported.replace("Z", "+00:00"))
+    theirs = parse_time(reported)
     return theirs if mine is None or theirs > mine else mine

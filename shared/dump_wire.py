@@ -14,7 +14,7 @@ restarted) resumes there from the last point a report carried. Spawns stay state
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 
 from shared.errors import ValidationError
 from shared.wire_fields import required
@@ -24,6 +24,24 @@ DONE = "done"               # every page of the file is written
 FAILED = "failed"           # the node gave up on it: `error` says why (docs/dumps.md, "Failures")
 STOPPED = "stopped"         # stopped before its end (the hub stopped naming it, or the node shuts down)
 STATES = (READING, DONE, FAILED, STOPPED)
+
+
+def wire_time(at: datetime) -> str:
+    """A timestamp as the dump shapes carry it: ISO 8601 in UTC with a Z."""
+    return at.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def parse_time(text: str) -> datetime:
+    """A timestamp of the dump shapes, in UTC; ValueError without a time zone."""
+    at = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    if at.tzinfo is None:
+        raise ValueError(f"no time zone in {text!r}")
+    return at.astimezone(timezone.utc)
+
+
+def _without_none(body: dict, names: tuple[str, ...]) -> dict:
+    """`body` without the optional fields that are None (left out of the JSON, not sent as null)."""
+    return {k: v for k, v in body.items() if not (k in names and v is None)}
 
 
 def _count(body: object, name: str, *, optional: bool = False) -> int | None:
@@ -75,11 +93,7 @@ class DumpDuty:
     namespaces: tuple[int, ...] | None = None     # only the pages of these namespaces; None: every page
 
     def to_dict(self) -> dict:
-        body = asdict(self)
-        body["resume"] = self.resume.to_dict()
-        for name in ("dbname", "namespaces"):
-            if body[name] is None:
-                body.pop(name)
+        body = _without_none({**asdict(self), "resume": self.resume.to_dict()}, ("dbname", "namespaces"))
         if self.namespaces is not None:
             body["namespaces"] = list(self.namespaces)
         return body
@@ -111,12 +125,7 @@ class DumpReport:
     error: str | None = None
 
     def to_dict(self) -> dict:
-        body = asdict(self)
-        body["resume"] = self.resume.to_dict()
-        for name in ("bytes_total", "error"):
-            if body[name] is None:
-                body.pop(name)
-        return body
+        return _without_none({**asdict(self), "resume": self.resume.to_dict()}, ("bytes_total", "error"))
 
     @classmethod
     def from_dict(cls, body: dict) -> "DumpReport":
@@ -149,11 +158,7 @@ class CatchUpDuty:
     namespaces: tuple[int, ...] | None = None     # only these namespaces' revisions; None: every revision
 
     def to_dict(self) -> dict:
-        body = asdict(self)
-        body["tenants"] = list(self.tenants)
-        for name in ("identity", "position", "namespaces"):
-            if body[name] is None:
-                body.pop(name)
+        body = _without_none({**asdict(self), "tenants": list(self.tenants)}, ("identity", "position", "namespaces"))
         if self.namespaces is not None:
             body["namespaces"] = list(self.namespaces)
         return body
@@ -213,8 +218,7 @@ def _iso(body: object, name: str, *, optional: bool = False) -> str:
     if value is None:
         return value            # type: ignore[return-value]
     try:
-        if datetime.fromisoformat(value.replace("Z", "+00:00")).tzinfo is None:
-            raise ValueError
+        parse_time(value)
     except ValueError:
         raise ValidationError(f"'{name}' must be an ISO timestamp with a time zone", field=name) from None
     return value

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import logging
 import threading
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Callable, Mapping, Sequence
 
-from shared.dump_wire import CatchUpDuty, CatchUpReport
+from shared.dump_wire import CatchUpDuty, CatchUpReport, parse_time, wire_time
 from shared.hashing import wiki_key
 from shared.revisions.model import Revision
 from shared.revisions.store import RevisionStore
@@ -33,14 +33,6 @@ JOIN_S = 2.0
 ClientFor = Callable[[str, "str | None"], MediaWikiClient]
 
 
-def _when(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(timezone.utc)
-
-
-def _iso(at: datetime) -> str:
-    return at.isoformat().replace("+00:00", "Z")
-
-
 def parse_batch(body: dict, wiki: str, content: bool) -> tuple[list[list[Revision]], dict | None, datetime | None]:
     """One allrevisions answer: its revisions grouped by page (each page's oldest first), the continuation, and the
     wiki's clock (`curtimestamp`). A malformed answer raises BadResponse and is fetched again, never read in part."""
@@ -55,7 +47,7 @@ def parse_batch(body: dict, wiki: str, content: bool) -> tuple[list[list[Revisio
             pages.setdefault(rev.page_id, []).append(rev)
     now = body.get("curtimestamp")
     grouped = [sorted(revs, key=lambda r: (r.timestamp, r.rev_id)) for _, revs in sorted(pages.items())]
-    return grouped, more, _when(now) if isinstance(now, str) else None
+    return grouped, more, parse_time(now) if isinstance(now, str) else None
 
 
 class CatchUpReader:
@@ -65,7 +57,7 @@ class CatchUpReader:
         self.duty, self.client, self.store = duty, client, store
         self.wiki = wiki_key(duty.wiki)
         self.demand = Demand(BACKFILL, duty.tenants)
-        self._position = _when(duty.position or duty.since)
+        self._position = parse_time(duty.position or duty.since)
         self._caught_up_to: datetime | None = None
         self._revisions = 0
         self._requests = 0
@@ -85,8 +77,8 @@ class CatchUpReader:
 
     def report(self) -> CatchUpReport:
         with self._lock:
-            return CatchUpReport(set_id=self.duty.set_id, position=_iso(self._position),
-                                 caught_up_to=None if self._caught_up_to is None else _iso(self._caught_up_to),
+            return CatchUpReport(set_id=self.duty.set_id, position=wire_time(self._position),
+                                 caught_up_to=None if self._caught_up_to is None else wire_time(self._caught_up_to),
                                  revisions=self._revisions, requests=self._requests, error=self._error)
 
     def _run(self) -> None:

@@ -164,6 +164,15 @@ def test_only_the_reader_is_heard_and_its_marks_only_move_forward():
     assert dump_plan.caught_up(before, {"n2": {"s": report}}, AT) == before
 
 
+def test_a_reader_that_starts_again_on_its_node_keeps_what_it_wrote():
+    from shared.dump_wire import CatchUpReport
+    before = catch_up(node="n1", revisions=5, current=40)
+    after = dump_plan.caught_up(before, {"n1": {"s": CatchUpReport("s", revisions=3)}}, AT)["s"]
+    assert (after.revisions, after.current) == (45, 3)
+    steady = dump_plan.caught_up(before, {"n1": {"s": CatchUpReport("s", revisions=41)}}, AT)["s"]
+    assert (steady.revisions, steady.current) == (5, 41)
+
+
 @pytest.mark.parametrize("states, since, caught_up_to, shown", [
     ([DONE], None, None, "dumped"),
     ([DONE], SINCE, None, "catching_up"),
