@@ -51,7 +51,7 @@ def hub(db_url: str, routing: str, join_url: str, changes: int, cycles: int, con
     from blackwidow.db import make_sessionmaker
     from blackwidow.models import Subscription
     from blackwidow.poller import PollerState, poll_once
-    from blackwidow.scheduler import USER_AGENT
+    from blackwidow.scheduler import USER_AGENT, live_nodes
     from blackwidow.spawn_client import SpawnClient
     from blackwidow.store import changes as change_log, register_node
     from shared.config import HubConfig
@@ -120,7 +120,7 @@ def hub(db_url: str, routing: str, join_url: str, changes: int, cycles: int, con
         rounds["last"] = now
         rounds["failed"] += failed
 
-    keeping, stop_keeping = keepalive.start(config, USER_AGENT, lambda: state.live_urls, keepalive_round)
+    keeping, stop_keeping = keepalive.start(config, USER_AGENT, live_nodes(maker), keepalive_round)
 
     def tick(phase: str) -> None:
         client.reset()

@@ -3,7 +3,7 @@
 A spawn detaches (drops all its work) when it hears nothing from the hub for BW_DETACH_AFTER_S, and drops a
 subscription the hub has not named for BW_ORPHAN_AFTER_S. Ticks run one after another, and a reload, a
 placement or a first tick after a restart at scale can take longer than either. While this scheduler leads,
-a process of its own tells every live node of the last snapshot that the hub is alive, every `interval_s`,
+a process of its own tells every live node (as the database has it) that the hub is alive, every `interval_s`,
 whatever the tick is doing: a tiny POST /v1/keepalive, on its own HTTP session. A process, not a thread:
 a tick at a million subscriptions keeps the scheduler's interpreter lock busy for minutes (32 send threads
 encoding batches, passes over every row), and keepalive threads sharing it were late enough for spawns to

@@ -48,8 +48,6 @@ class PollerState:
     routed_nodes: frozenset[str] | None = None
     quota: leasing.QuotaMemory = field(default_factory=leasing.QuotaMemory)
     fence: fencing.Fence | None = None
-    # {node id: url} of the live nodes of the latest snapshot, for the keepalive thread (blackwidow.keepalive)
-    live_urls: dict[str, str] = field(default_factory=dict)
     # {node id: its latest StatusReport.identities}: the upstream demand the next budgets serve
     uses: dict[str, Mapping[str, IdentityUse]] = field(default_factory=dict)
     # {node id: its last report received whole}: the next poll asks only for what changed since
@@ -115,9 +113,6 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
             logger.info("scheduler.epoch", extra={"epoch": state.fence.epoch})
         else:
             fencing.check(session, state.fence)
-        # kept alive from now on, however long this tick: read before the snapshot, which takes seconds at a
-        # million subscriptions when a scheduler starts or takes over (the spawns heard nobody since the last)
-        state.live_urls = store.live_node_urls(session)
         before = quota_store.load(session)
         state.cache, written = _snapshot(session, state.cache)
         snap = leasing.mark_leased(state.cache.snapshot, leasing.leased_tenants(before))
@@ -199,7 +194,6 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
         logger.exception("tick.record_failed")
     stages.end("record")
     state.routed_nodes = decision.live
-    state.live_urls = {nid: url for nid, url in state.live_urls.items() if nid in decision.live}
 
     plan = decision.plan
     puts = [o for o in outcomes if isinstance(o.action, reload.Put)]

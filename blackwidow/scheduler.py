@@ -10,16 +10,20 @@ import signal
 import sys
 import threading
 from datetime import datetime, timezone
+from typing import Callable
 
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.blocking import BlockingScheduler
 from prometheus_client import start_http_server
+
+from sqlalchemy.exc import SQLAlchemyError
 
 from blackwidow import fencing, keepalive, leadership, migrate
 from blackwidow.db import make_sessionmaker
 from blackwidow.metrics import SchedulerMetrics
 from blackwidow.poller import PollerState, poll_once
 from blackwidow.spawn_client import SpawnClient
+from blackwidow.store.coordination import live_node_urls
 from shared.config import HubConfig, get
 from shared.http import make_session
 from shared.logging import setup_logging
@@ -32,6 +36,24 @@ USER_AGENT = "BlackWidow-hub/0.1"
 def lease_ttl_s(poll_interval_s: float) -> float:
     # long enough to outlast a slow tick (node timeouts), short enough for a quick takeover
     return max(30.0, 5 * poll_interval_s)
+
+
+def live_nodes(sessionmaker) -> Callable[[], dict[str, str]]:
+    """Whom the keepalives go to: the live nodes as the database has them at each call, not as the last tick
+    read them. A node that registers in the middle of a long tick has its first poll only at the next tick,
+    and would detach before it if nothing told it the hub is alive. On a database error: the last list."""
+    last: dict[str, str] = {}
+
+    def read() -> dict[str, str]:
+        nonlocal last
+        try:
+            with sessionmaker() as session:
+                last = live_node_urls(session)
+        except SQLAlchemyError:
+            logger.warning("keepalive.nodes_unread", exc_info=True)
+        return last
+
+    return read
 
 
 def run_as_leader(lock, tick, interval_s: float, stop: threading.Event) -> None:
@@ -116,7 +138,7 @@ def serve(config: HubConfig, stop: threading.Event, metrics: SchedulerMetrics) -
             metrics.leader.set(1)
             logger.info("scheduler.leader", extra={"interval_s": config.poll_interval_s})
             state = PollerState()        # a new leader claims an epoch and learns the node set from the database
-            alive, leading = keepalive.start(config, USER_AGENT, lambda: state.live_urls, metrics.keepalive_round)
+            alive, leading = keepalive.start(config, USER_AGENT, live_nodes(sessionmaker), metrics.keepalive_round)
             try:
                 run_as_leader(lock, lambda: poll_once(sessionmaker, client, config, state=state, metrics=metrics),
                               config.poll_interval_s, stop)

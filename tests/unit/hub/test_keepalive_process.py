@@ -9,7 +9,10 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from blackwidow import keepalive
+import sqlalchemy as sa
+
+from blackwidow import keepalive, scheduler
+from blackwidow.store import coordination, register_node
 from tests.fixtures.http_replies import reply_json
 from tests.fixtures.hub import hub_config
 
@@ -124,3 +127,21 @@ def test_a_stop_signal_to_the_process_group_is_an_expected_end_and_a_crash_is_no
                 stop.set()
                 thread.join(15)
         assert [(r.levelno, r.msg) for r in caplog.records] == [(level, event)]
+
+
+def test_keepalives_go_to_a_node_from_its_registration_not_from_the_next_tick(hub_maker, monkeypatch):
+    nodes = scheduler.live_nodes(hub_maker)
+    assert nodes() == {}
+    with hub_maker.begin() as session:
+        first = register_node(session, "http://127.0.0.1:9")[0].id
+    assert nodes() == {first: "http://127.0.0.1:9"}          # no tick ran in between
+    with hub_maker.begin() as session:
+        second = register_node(session, "http://127.0.0.1:10")[0]
+        second.state = coordination.DEAD
+    assert nodes() == {first: "http://127.0.0.1:9"}          # a dead node's work moved: not kept alive
+
+    def unreadable(session):
+        raise sa.exc.OperationalError("select", {}, Exception("database gone"))
+
+    monkeypatch.setattr(scheduler, "live_node_urls", unreadable)
+    assert nodes() == {first: "http://127.0.0.1:9"}          # the last list, until the database answers

@@ -102,24 +102,3 @@ def test_a_refresh_reads_only_the_rows_noted_since(api, hub_maker):
         assert changes.since(session, cached.seq, changes.head(session)) == {sid}
     after = refreshed(hub_maker, cached)
     assert after.snapshot.subscriptions[sid].spec.quota == 3 and after.seq == cached.seq + 1
-
-
-def test_a_new_scheduler_knows_whom_to_keep_alive_before_it_reads_its_snapshot(hub_maker, sqlite_url, monkeypatch):
-    from blackwidow.spawn_client import SpawnClient
-    from shared.http import make_session
-    from tests.fixtures.hub import hub_config
-    with hub_maker.begin() as session:
-        node = register_node(session, "http://127.0.0.1:9")[0].id       # nothing listens: its poll fails
-    state = poller.PollerState()
-    seen = []
-    read = poller._snapshot
-
-    def snapshot(session, cached):
-        seen.append(dict(state.live_urls))       # what the keepalive thread would use while this read runs
-        return read(session, cached)
-
-    monkeypatch.setattr(poller, "_snapshot", snapshot)
-    config = hub_config(sqlite_url)
-    poller.poll_once(hub_maker, SpawnClient(make_session("test"), config.node_secret, timeout=(0.5, 0.5)), config,
-                     state=state)
-    assert seen == [{node: "http://127.0.0.1:9"}]
