@@ -34,7 +34,7 @@ browser:
 	scripts/services/browser.sh up
 
 test: venv services browser
-	$(BIN)/pytest
+	$(BIN)/pytest --durations=30
 
 test-unit: venv
 	$(BIN)/pytest -m 'not integration and not slow'
