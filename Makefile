@@ -20,11 +20,13 @@ services: venv
 	scripts/services/cassandra.sh up
 	scripts/services/mediawiki.sh up
 	scripts/services/mediawiki-writable.sh up
+	scripts/services/mediawiki-chwiki.sh up
 	scripts/services/nginx.sh up
 
 services-down:
 	-scripts/services/nginx.sh down
 	-scripts/services/mediawiki-writable.sh down
+	-scripts/services/mediawiki-chwiki.sh down
 	-scripts/services/mediawiki.sh down
 	-scripts/services/cassandra.sh down
 	-scripts/services/postgres.sh down

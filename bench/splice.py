@@ -11,8 +11,13 @@ right away. When the set follows, the store is compared with what the wiki's API
 - a duplicate is a page whose stored revision count differs from its distinct stored revisions (rows are keyed
   by revision id, so a revision written twice shows only in the counts).
 
-Also, from the same runs: the revisions read through the API against those from the dump (the API-only path
-reads them all through the API), and the time to `following`.
+Also, from the same runs, the time to `following`. The share of a wiki read through the API is measured where it
+means something, on a real wiki's size: the Chamorro wiki (scripts/services/mediawiki-chwiki.sh: the real Chamorro
+Wikipedia, 13,598 revisions, imported into a local MediaWiki and dumped again), an article edited, one created and
+one moved after its dump, bootstrapped from that dump re-split into 4 gzip files and caught up the same way (no
+kill). Beside it, the API-only path: every page of that wiki harvested from scratch through a spawn's own client
+(spawn.wikis, metadata only, host delay 0, straight to the wiki), its requests counted; the time that many
+requests take at the anonymous identity's binding rate follows from the count.
 
     .venv/bin/python -m bench.splice [--runs 20]
 
@@ -33,13 +38,18 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from bench.common import USER_AGENT, cassandra_keyspace, heading, pg_database, table, verdict
+from bench.requests_per_revision import spawn_requests
 from bench.upstream_budget import the_edge
+from blackwidow.upstream.limits import binding_rate, default_limits
 from shared.revisions.cassandra_store import CassandraRevisionStore
 from tests.e2e.cluster import Cluster
+from tests.fixtures import chwiki_wiki
 from tests.fixtures.writable_wiki import API_URL, RUN_DIR, WritableWiki
+from tests.support.dumps import api_truth, split_pages
 from tests.support.processes import wait_for
 
 RUNS = 20
+CHWIKI_PARTS = 4
 
 
 def api_revisions(wiki: WritableWiki) -> set[int]:
@@ -120,6 +130,54 @@ def one_run(index: int, wiki: WritableWiki, edge, work: Path, kill_at: float | N
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def chwiki_run(wiki: chwiki_wiki.ChwikiWiki, edge, work: Path) -> dict:
+    """The Chamorro wiki from its dump through a hub and two spawns, caught up; then the API-only path's requests."""
+    admin = wiki.admin()
+    picked = admin.call(action="query", list="random", rnnamespace="0", rnfilterredir="nonredirects",
+                        rnlimit="2")["query"]["random"]
+    admin.edit(picked[0]["title"], "changed after the dump")
+    admin.edit(wiki.unique_title("Splice new article"), "made after the dump")
+    admin.move(picked[1]["title"], wiki.unique_title("Splice moved article"))
+    folder = edge.files_dir / f"splice-chwiki-{uuid.uuid4().hex[:8]}"
+    folder.mkdir(parents=True)
+    urls = []
+    for i, part in enumerate(split_pages(wiki.dump.read_text(encoding="utf-8"), CHWIKI_PARTS), 1):
+        (folder / f"part{i}.xml.gz").write_bytes(gzip.compress(part.encode("utf-8"), compresslevel=6))
+        urls.append(f"{edge.files_url}{folder.name}/part{i}.xml.gz")
+    wiki_host = urlsplit(wiki.api_url).netloc
+    run_dir = work / "run-chwiki"
+    run_dir.mkdir()
+    try:
+        with pg_database("bench_splice") as database_url, cassandra_keyspace("bench_splice") as (session, keyspace):
+            cluster = Cluster(run_dir, database_url=database_url, keyspace=keyspace, user_agent=USER_AGENT,
+                              allowlist=f"{wiki_host},{urlsplit(edge.files_url).netloc}").start(spawns=2)
+            try:
+                tenant = cluster.tenant("splice-chwiki")
+                created = cluster.hub.post("/v1/subscriptions", {
+                    "kind": "wiki", "tenant_id": tenant["id"], "wiki": wiki.api_url, "dumps": urls,
+                    "dbname": chwiki_wiki.DBNAME, "dumped_at": wiki.dumped_at.isoformat()})
+                path = f"/v1/sets/{created['id']}"
+                started = time.monotonic()
+                wait_for(lambda: cluster.hub.get(path)["state"] == "following", 900, 0.2, "the set following")
+                took = time.monotonic() - started
+                shown = cluster.hub.get(path)
+                truth = api_truth(wiki)
+                ids, duplicated = stored(CassandraRevisionStore(session, keyspace), wiki_host)
+            finally:
+                cluster.stop()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    titles = sorted({fields["title"] for fields in truth.values()})
+    api_started = time.monotonic()
+    harvested = spawn_requests(wiki.api_url, titles, content=False)
+    return {"took": took, "revisions": len(truth), "gaps": len(set(truth) - ids), "extra": len(ids - set(truth)),
+            "duplicated": duplicated, "via_api": shown["catch_up"]["revisions_written"],
+            "api_requests": shown["catch_up"]["requests"], "via_dump": shown["progress"]["revisions_written"],
+            "pages": len(titles), "api_only_requests": sum(r for r, _ in harvested.values()),
+            "api_only_revisions": sum(n for _, n in harvested.values()),
+            "api_only_s": time.monotonic() - api_started}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=RUNS)
@@ -133,10 +191,12 @@ def main() -> int:
         calibration = one_run(0, wiki, edge, work, None)
         for i in range(1, args.runs + 1):
             results.append(one_run(i, wiki, edge, work, rng.uniform(0, calibration["took"])))
+        real = chwiki_run(chwiki_wiki.ChwikiWiki(chwiki_wiki.API_URL, chwiki_wiki.RUN_DIR), edge, work)
     gaps = sum(r["gaps"] + r["extra"] for r in results)
     duplicated = sum(r["duplicated"] for r in results)
     phases = {p: sum(r["phase"] == p for r in results) for p in ("bootstrapping", "catching_up", "following")}
-    share = [r["via_api"] / r["revisions"] for r in results]
+    share = real["via_api"] / real["revisions"]
+    rate = binding_rate(default_limits("ch.wikipedia.org"))      # anonymous
     print(heading(15, "Whole wiki from its dump, caught up: gaps and duplicates at the splice"))
     print(f"The writable test wiki dumped with dumpBackup.php --full ({results[-1]['revisions']:,} revisions at the "
           f"last run), changed after the dump, bootstrapped through a hub and two spawns on Cassandra and caught "
@@ -148,16 +208,27 @@ def main() -> int:
         ["runs", str(len(results))],
         ["revisions missing or extra after the splice (all runs)", str(gaps)],
         ["pages counted twice (all runs)", str(duplicated)],
-        ["revisions read through the API, share of the wiki (median)", f"{statistics.median(share):.1%}"],
-        ["revisions read through the API on the API-only path", "100 %"],
         ["time to following, median / worst (s)",
          f"{statistics.median(r['took'] for r in results):.1f} / {max(r['took'] for r in results):.1f}"],
     ], right=(1,)))
     print()
+    print(f"The Chamorro wiki ({real['revisions']:,} revisions on {real['pages']:,} pages), side by side: its dump "
+          f"through the hub then caught up, and the API-only path. *At the identity's rate*: the requests over the "
+          f"anonymous binding rate ({rate:.2f} requests/s, docs/upstream.md), the least time they take against a "
+          f"Wikimedia wiki; the dump's own reading costs no API request.\n")
+    print(table(["path", "revisions", "through the API", "share", "API requests", "time here (s)",
+                 "at the identity's rate (s)", "missing, extra, pages counted twice"], [
+        ["dump through the hub, then caught up", f"{real['revisions']:,}", f"{real['via_api']:,}", f"{share:.2%}",
+         f"{real['api_requests']:,}", f"{real['took']:.0f}", f"{real['api_requests'] / rate:.0f}",
+         f"{real['gaps']}, {real['extra']}, {real['duplicated']}"],
+        ["API only: every page from scratch (spawn's client, metadata)", f"{real['api_only_revisions']:,}",
+         f"{real['api_only_revisions']:,}", "100 %", f"{real['api_only_requests']:,}", f"{real['api_only_s']:.0f}",
+         f"{real['api_only_requests'] / rate:.0f}", "-"],
+    ], right=(1, 2, 3, 4, 5, 6)))
+    print()
     print(f"Goal 0 gaps and 0 duplicates at the splice over {len(results)} runs with a kill: "
           f"{gaps + duplicated} — {verdict(gaps + duplicated == 0)}\n")
-    print(f"Goal ≤ 1 % of revisions through the API: {statistics.median(share):.1%} — "
-          f"{verdict(statistics.median(share) <= 0.01)}\n")
+    print(f"Goal ≤ 1 % of revisions through the API (the Chamorro wiki): {share:.2%} — {verdict(share <= 0.01)}\n")
     return 0
 
 

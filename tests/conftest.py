@@ -10,4 +10,5 @@ pytest_plugins = [
     "tests.fixtures.edge",
     "tests.fixtures.revision_stores",
     "tests.fixtures.dumps",
+    "tests.fixtures.chwiki_wiki",
 ]

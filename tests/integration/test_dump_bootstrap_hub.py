@@ -24,7 +24,7 @@ from shared.revisions.cassandra_store import CassandraRevisionStore
 from tests.fixtures.writable_wiki import AdminApi
 from tests.integration.coordination_support import wait_for
 from tests.integration.test_moved_deleted_pages_hub import make_hub, start_nodes
-from tests.support.dumps import assert_stored
+from tests.support.dumps import api_truth, assert_stored, stored_fields
 from tests.support.hub import HubProcesses
 from tests.support.processes import SpawnProcess
 
@@ -140,37 +140,6 @@ def test_a_whole_wiki_from_split_dumps_with_a_node_killed_in_the_middle(
         assert f'bw_set_dump_files{{set="{broken["id"]}",state="failed"}} 1.0' in metrics
 
 
-def _api_truth(writable_wiki, namespace: int | None = None) -> dict[int, dict]:
-    """Every revision the wiki's API lists (all namespaces, or one), with the fields both paths store alike."""
-    http = writable_wiki.session()
-    out: dict[int, dict] = {}
-    params = {"action": "query", "list": "allrevisions", "arvlimit": "max", "format": "json", "formatversion": "2",
-              "arvprop": "ids|timestamp|flags|user|userid|size|sha1|comment"}
-    if namespace is not None:
-        params["arvnamespace"] = str(namespace)
-    cont: dict = {}
-    while True:
-        body = http.get(writable_wiki.api_url, params={**params, **cont}, timeout=30).json()
-        for page in body["query"]["allrevisions"]:
-            for r in page["revisions"]:
-                out[r["revid"]] = {"page_id": page["pageid"], "ns": page["ns"], "title": page["title"],
-                                   "parent_id": r["parentid"], "size": r["size"], "minor": r["minor"],
-                                   "timestamp": datetime.fromisoformat(r["timestamp"].replace("Z", "+00:00")),
-                                   "user": None if r.get("userhidden") else r["user"],
-                                   "comment": None if r.get("commenthidden") else r["comment"],
-                                   "sha1": None if r.get("sha1hidden") else r["sha1"]}
-        if "continue" not in body:
-            return out
-        cont = body["continue"]
-
-
-def _stored(store, wiki: str) -> dict[int, dict]:
-    return {r.rev_id: {"page_id": r.page_id, "ns": r.ns, "title": r.title, "parent_id": r.parent_id, "size": r.size,
-                       "minor": r.minor, "timestamp": r.timestamp, "user": r.user, "comment": r.comment,
-                       "sha1": r.sha1}
-            for r in store.revisions(wiki)}
-
-
 @dataclass(frozen=True)
 class OwnDump:
     url: str
@@ -229,16 +198,16 @@ def test_a_wiki_from_its_own_dump_is_caught_up_and_followed(
         assert shown["progress"]["files_done"] == 1
 
         store = CassandraRevisionStore(cassandra_session, keyspace)
-        truth = _api_truth(writable_wiki)
+        truth = api_truth(writable_wiki)
         assert set(after) <= set(truth)
-        stored = _stored(store, own_dump.wiki_host)
+        stored = stored_fields(store, own_dump.wiki_host)
         assert sorted(stored) == sorted(truth)
         assert stored == truth
 
         # following: a revision made now reaches the store through the same reader
         newest = own_dump.admin.edit(own_dump.kept, f"{own_dump.kept} while followed")
-        wait_for(lambda: newest in _stored(store, own_dump.wiki_host), 60, 0.5, "the new revision stored")
-        assert _stored(store, own_dump.wiki_host) == _api_truth(writable_wiki)
+        wait_for(lambda: newest in stored_fields(store, own_dump.wiki_host), 60, 0.5, "the new revision stored")
+        assert stored_fields(store, own_dump.wiki_host) == api_truth(writable_wiki)
         assert hub.get(set_path)["catch_up"]["caught_up_to"] >= shown["catch_up"]["caught_up_to"]
 
 
@@ -249,6 +218,6 @@ def test_a_namespace_of_a_wiki_from_its_own_dump(
                  spawn_hosts=own_dump.hosts) as (hub, _):
         set_path = _own_dump_set(hub, edge, own_dump, kind="namespace", namespaces=[4])
         wait_for(lambda: hub.get(set_path)["state"] == "following", 180, 0.2, "the set caught up")
-        truth = _api_truth(writable_wiki, namespace=4)
+        truth = api_truth(writable_wiki, namespace=4)
         assert {r["ns"] for r in truth.values()} == {4} and set(own_dump.after[2:]) <= set(truth)
-        assert _stored(CassandraRevisionStore(cassandra_session, keyspace), own_dump.wiki_host) == truth
+        assert stored_fields(CassandraRevisionStore(cassandra_session, keyspace), own_dump.wiki_host) == truth

@@ -82,3 +82,36 @@ def assert_stored(store, wiki: str, expected: dict[int, dict[str, Any]], *, cont
         assert fields == {k: v for k, v in want.items() if k != "content"}, rev_id
         if content:
             assert store.content(wiki, rev_id) == want["content"], rev_id
+
+
+def api_truth(wiki, namespace: int | None = None) -> dict[int, dict[str, Any]]:
+    """Every revision a wiki's API lists (all namespaces, or one), with the fields the dump and the API paths store
+    alike; `wiki` has `session()` and `api_url` (tests.fixtures.writable_wiki). Titles are each page's current one."""
+    http = wiki.session()
+    out: dict[int, dict] = {}
+    params = {"action": "query", "list": "allrevisions", "arvlimit": "max", "format": "json", "formatversion": "2",
+              "arvprop": "ids|timestamp|flags|user|userid|size|sha1|comment"}
+    if namespace is not None:
+        params["arvnamespace"] = str(namespace)
+    cont: dict = {}
+    while True:
+        body = http.get(wiki.api_url, params={**params, **cont}, timeout=30).json()
+        for page in body["query"]["allrevisions"]:
+            for r in page["revisions"]:
+                out[r["revid"]] = {"page_id": page["pageid"], "ns": page["ns"], "title": page["title"],
+                                   "parent_id": r["parentid"], "size": r["size"], "minor": r["minor"],
+                                   "timestamp": datetime.fromisoformat(r["timestamp"].replace("Z", "+00:00")),
+                                   "user": None if r.get("userhidden") else r["user"],
+                                   "comment": None if r.get("commenthidden") else r["comment"],
+                                   "sha1": None if r.get("sha1hidden") else r["sha1"]}
+        if "continue" not in body:
+            return out
+        cont = body["continue"]
+
+
+def stored_fields(store, wiki: str) -> dict[int, dict[str, Any]]:
+    """What the store holds of `wiki`, as api_truth() lists it (titles as harvested)."""
+    return {r.rev_id: {"page_id": r.page_id, "ns": r.ns, "title": r.title, "parent_id": r.parent_id, "size": r.size,
+                       "minor": r.minor, "timestamp": r.timestamp, "user": r.user, "comment": r.comment,
+                       "sha1": r.sha1}
+            for r in store.revisions(wiki)}
