@@ -8,11 +8,20 @@ The position is a timestamp, inclusive: all revisions before it are written. all
 timestamp order, so after a batch is written every revision older than the batch's newest is; a reader that starts
 again (on this node or another) from the last reported position reads the boundary's revisions twice, which the
 store's idempotent writes make harmless.
+
+allrevisions shows what the wiki holds now, never what left it. So the same requests also read the deletion log
+(`list=logevents`, letype=delete, in the same query: no request of its own) from the reader's log position, and
+apply each entry to the store as the change feed's sources do: a deleted page's texts are removed and the page
+marked deleted; an undeleted page's history is read again whole (its revisions come back with their old
+timestamps, behind the position) and the mark lifted; revision deletion removes the fields the log says are now
+hidden from every table, and fields shown again are read again. The reported position is the earlier of the two
+positions, so a reader that starts again misses neither a revision nor a log entry.
 """
 from __future__ import annotations
 
 import logging
 import threading
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Callable, Mapping, Sequence
 
@@ -21,22 +30,44 @@ from shared.hashing import wiki_key
 from shared.revisions.model import Revision
 from shared.revisions.store import RevisionStore
 from spawn.budget_rules import BACKFILL
-from spawn.mediawiki import (RVPROP, BadResponse, Cancelled, MediaWikiClient, MediaWikiError, api_timestamp, listed,
-                             revision_from_api)
+from spawn.feed_events import Event, MalformedItem, PageDeleted, PageRestored, VisibilityChanged, from_logevent, parse
+from spawn.mediawiki import (RVPROP, BadResponse, Cancelled, MediaWikiClient, MediaWikiError, PageInfo,
+                             api_timestamp, revision_from_api)
 from spawn.upstream_budget import Demand
 
 logger = logging.getLogger(__name__)
 
 MAX_BATCHES = 20        # requests per read before the reader reports and looks at its duty again
+LOG_PROPS = "ids|title|type|timestamp|details"
 JOIN_S = 2.0
 
 ClientFor = Callable[[str, "str | None"], MediaWikiClient]
 
 
-def parse_batch(body: dict, wiki: str, content: bool) -> tuple[list[list[Revision]], dict | None, datetime | None]:
-    """One allrevisions answer: its revisions grouped by page (each page's oldest first), the continuation, and the
-    wiki's clock (`curtimestamp`). A malformed answer raises BadResponse and is fetched again, never read in part."""
-    items, more = listed(body, "allrevisions")
+@dataclass(frozen=True)
+class Batch:
+    pages: list[list[Revision]]         # each page's revisions, oldest first
+    logged: list[Event]                 # the deletion log's entries, oldest first
+    logged_to: datetime | None          # the newest log entry's time (None: no entry)
+    more: dict | None                   # the continuation
+    now: datetime | None                # the wiki's clock
+    log_done: bool = False              # the log was read to `now` by this request (nothing more of it follows)
+
+
+def parse_batch(body: dict, wiki: str, content: bool) -> Batch:
+    """One answer of allrevisions and the deletion log: its revisions grouped by page (each page's oldest first), its
+    log entries, the continuation, and the wiki's clock (`curtimestamp`). A malformed answer raises BadResponse and
+    is fetched again, never read in part."""
+    more = body.get("continue")
+    if more is not None and not isinstance(more, dict):
+        raise BadResponse("'continue' is not an object")
+    query = body.get("query")
+    # a continuation runs only the lists that have more: either may be absent, not both
+    if not isinstance(query, dict) or not {"allrevisions", "logevents"} & query.keys():
+        raise BadResponse("an answer without 'allrevisions' or 'logevents'")
+    items, entries = query.get("allrevisions", []), query.get("logevents", [])
+    if not isinstance(items, list) or not isinstance(entries, list):
+        raise BadResponse("'allrevisions' or 'logevents' is not a list")
     pages: dict[int, list[Revision]] = {}
     for page in items:
         revisions = page.get("revisions") if isinstance(page, dict) else None
@@ -45,9 +76,20 @@ def parse_batch(body: dict, wiki: str, content: bool) -> tuple[list[list[Revisio
         for r in revisions:
             rev = revision_from_api(wiki, page, r, content)
             pages.setdefault(rev.page_id, []).append(rev)
+    logged: list[Event] = []
+    for entry in entries:
+        try:
+            event = parse(from_logevent(entry)) if isinstance(entry, dict) else None
+        except MalformedItem as exc:
+            raise BadResponse(str(exc)) from exc
+        if event is not None:
+            logged.append(event)
     now = body.get("curtimestamp")
     grouped = [sorted(revs, key=lambda r: (r.timestamp, r.rev_id)) for _, revs in sorted(pages.items())]
-    return grouped, more, parse_time(now) if isinstance(now, str) else None
+    # the log was read whole when it ran and has no `lecontinue`
+    log_done = "logevents" in query and "lecontinue" not in (more or {})
+    return Batch(grouped, sorted(logged, key=lambda e: e.timestamp), max((e.timestamp for e in logged), default=None),
+                 more, parse_time(now) if isinstance(now, str) else None, log_done)
 
 
 class CatchUpReader:
@@ -58,6 +100,7 @@ class CatchUpReader:
         self.wiki = wiki_key(duty.wiki)
         self.demand = Demand(BACKFILL, duty.tenants)
         self._position = parse_time(duty.position or duty.since)
+        self._log_position = self._position       # every deletion logged before it is applied
         self._caught_up_to: datetime | None = None
         self._revisions = 0
         self._requests = 0
@@ -77,7 +120,7 @@ class CatchUpReader:
 
     def report(self) -> CatchUpReport:
         with self._lock:
-            return CatchUpReport(set_id=self.duty.set_id, position=wire_time(self._position),
+            return CatchUpReport(set_id=self.duty.set_id, position=wire_time(min(self._position, self._log_position)),
                                  caught_up_to=None if self._caught_up_to is None else wire_time(self._caught_up_to),
                                  revisions=self._revisions, requests=self._requests, error=self._error)
 
@@ -101,33 +144,73 @@ class CatchUpReader:
                 return
 
     def read_once(self) -> bool:
-        """Up to MAX_BATCHES requests from the position, each batch written before the position passes it. True
-        when the wiki has more right away; False once an answer had no continuation (caught up to its clock)."""
+        """Up to MAX_BATCHES requests from the positions, each batch written (and its log entries applied) before the
+        positions pass it. True when the wiki has more right away; False once an answer had no continuation (caught
+        up to its clock)."""
         content = self.duty.content
-        params = {"list": "allrevisions", "arvprop": RVPROP + ("|content" if content else ""), "arvslots": "main",
-                  "arvlimit": "max", "arvdir": "newer", "arvstart": api_timestamp(self._position),
-                  "curtimestamp": "1"}
+        params = {"list": "allrevisions|logevents", "arvprop": RVPROP + ("|content" if content else ""),
+                  "arvslots": "main", "arvlimit": "max", "arvdir": "newer", "arvstart": api_timestamp(self._position),
+                  "letype": "delete", "leprop": LOG_PROPS, "lelimit": "max", "ledir": "newer",
+                  "lestart": api_timestamp(self._log_position), "curtimestamp": "1"}
         if self.duty.namespaces is not None:
             params["arvnamespace"] = "|".join(str(n) for n in self.duty.namespaces)
         cont: dict = {}
         for _ in range(MAX_BATCHES):
-            pages, more, now = self.client.query({**params, **cont}, cancel=self._stop, demand=self.demand,
-                                                 parse=lambda body: parse_batch(body, self.wiki, content))
-            if pages:
-                self.store.write_pages(pages)
-            newest = max((r.timestamp for page in pages for r in page), default=None)
+            batch = self.client.query({**params, **cont}, cancel=self._stop, demand=self.demand,
+                                      parse=lambda body: parse_batch(body, self.wiki, content))
+            if batch.pages:
+                self.store.write_pages(batch.pages)
+            applied = self._apply(batch.logged)
+            newest = max((r.timestamp for page in batch.pages for r in page), default=None)
             with self._lock:
-                self._requests += 1
-                self._revisions += sum(len(page) for page in pages)
+                self._requests += 1 + applied
+                self._revisions += sum(len(page) for page in batch.pages)
                 self._error = None
                 if newest is not None and newest > self._position:
                     self._position = newest
-                if more is None:
-                    self._caught_up_to = now or self._caught_up_to
-            if more is None:
+                logged_to = batch.now if batch.log_done and batch.now is not None else batch.logged_to
+                if logged_to is not None and logged_to > self._log_position:
+                    self._log_position = logged_to
+                if batch.more is None:
+                    self._caught_up_to = batch.now or self._caught_up_to
+            if batch.more is None:
                 return False
-            cont = more
+            cont = batch.more
         return True
+
+    def _apply(self, events: Sequence[Event]) -> int:
+        """The deletion log's entries on the store, oldest first. Returns the requests it made."""
+        requests = 0
+        namespaces = self.duty.namespaces
+        for event in events:
+            if namespaces is not None and event.ns not in namespaces:
+                continue
+            if isinstance(event, PageDeleted):
+                page_id = event.page_id or self.store.page_id(self.wiki, event.title)
+                if page_id:
+                    self.store.mark_deleted(self.wiki, page_id)
+            elif isinstance(event, PageRestored) and event.page_id:
+                page = PageInfo(event.page_id, event.ns, event.title, 0)
+                for revisions in self.client.revision_batches(page, content=self.duty.content, cancel=self._stop,
+                                                              demand=self.demand):
+                    requests += 1
+                    if revisions:
+                        self.store.write_pages([revisions])
+                self.store.mark_restored(self.wiki, event.page_id)
+            elif isinstance(event, VisibilityChanged):
+                hidden = event.hidden_after
+                if hidden:
+                    for rev_id in event.rev_ids:
+                        self.store.hide_revision_fields(self.wiki, rev_id, text="content" in hidden,
+                                                        comment="comment" in hidden, user="user" in hidden)
+                if event.unhidden:
+                    # shown again: read again, with what the wiki shows now
+                    again = self.client.revisions_of_pages([event.page_id], event.rev_ids, content=self.duty.content,
+                                                           cancel=self._stop, demand=self.demand)
+                    requests += 1
+                    if again:
+                        self.store.write_pages(list(again.values()))
+        return requests
 
 
 class CatchUpReaders:

@@ -531,6 +531,11 @@ def _pages(body: dict) -> list[dict]:
 
 def _resolved(body: dict, title: str) -> dict:
     """The page `title` names after the wiki's normalisation and redirects; PageUnavailable if none."""
+    query = body.get("query")
+    away = query.get("interwiki") if isinstance(query, dict) and not query.get("pages") else None
+    if isinstance(away, list) and away and isinstance(away[0], dict):
+        # an interwiki title, or a redirect to one: the page it names is on another wiki
+        raise PageUnavailable(f"{title!r} leads to another wiki: {away[0].get('title')!r}")
     pages = _pages(body)
     if not pages:
         raise BadResponse("the answer names no page")

@@ -185,7 +185,8 @@ def _own_dump_set(hub, edge, dump: OwnDump, **extra) -> str:
 def test_a_wiki_from_its_own_dump_is_caught_up_and_followed(
         postgres_url, edge, writable_wiki, own_dump, cassandra_session, keyspace, tmp_path):
     """Bootstrapped from the dump and caught up through the local edge's API, the store ends equal to what the wiki's
-    API lists, revision by revision; then a new edit is followed."""
+    API lists, revision by revision; then a new edit, a revision deletion, a page deletion and its undeletion are
+    followed."""
     with cluster(postgres_url, "catchup", tmp_path, keyspace, hub_hosts=own_dump.hosts,
                  spawn_hosts=own_dump.hosts) as (hub, _):
         set_path = _own_dump_set(hub, edge, own_dump)
@@ -209,6 +210,31 @@ def test_a_wiki_from_its_own_dump_is_caught_up_and_followed(
         wait_for(lambda: newest in stored_fields(store, own_dump.wiki_host), 60, 0.5, "the new revision stored")
         assert stored_fields(store, own_dump.wiki_host) == api_truth(writable_wiki)
         assert hub.get(set_path)["catch_up"]["caught_up_to"] >= shown["catch_up"]["caught_up_to"]
+
+        # what allrevisions never shows, read from the deletion log: a revision's text and comment hidden, a page
+        # deleted (its revisions leave the wiki's lists; the store keeps their rows and marks the page), then
+        # undeleted (its revisions come back with their old timestamps)
+        admin, host = own_dump.admin, own_dump.wiki_host
+        gone = writable_wiki.unique_title("Dump deleted")
+        made = [admin.edit(gone, f"{gone} {i}") for i in range(2)]
+        wait_for(lambda: set(made) <= set(stored_fields(store, host)), 60, 0.5, "the page to delete stored")
+        gone_id = store.page_id(host, gone)
+        oldest = min(r["revid"] for r in admin.history(own_dump.kept))
+        admin.revisiondelete([oldest], hide=("content", "comment"))
+        admin.delete(gone)
+
+        def hidden_and_deleted() -> bool:
+            stored = stored_fields(store, host)
+            return stored[oldest]["sha1"] is None and stored[oldest]["comment"] is None and \
+                store.page(host, gone_id).deleted
+        wait_for(hidden_and_deleted, 60, 0.5, "the hidden fields gone and the page marked deleted")
+        truth = api_truth(writable_wiki)
+        assert (truth[oldest]["sha1"], truth[oldest]["comment"]) == (None, None) and not set(made) & set(truth)
+        assert {r: f for r, f in stored_fields(store, host).items() if r not in made} == truth
+
+        assert admin.undelete(gone) == len(made)
+        wait_for(lambda: not store.page(host, gone_id).deleted, 60, 0.5, "the page's deletion mark lifted")
+        assert stored_fields(store, host) == api_truth(writable_wiki)
 
 
 def test_a_namespace_of_a_wiki_from_its_own_dump(

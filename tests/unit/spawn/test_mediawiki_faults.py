@@ -288,3 +288,16 @@ def test_missing_invalid_and_special_titles_fail_the_opening_with_the_wikis_mess
         with pytest.raises(PageUnavailable, match=message):
             client.open_history(title)
     assert len(responses.calls) == 3
+
+
+@responses.activate
+def test_a_title_that_leads_to_another_wiki_fails_the_opening_once(client):
+    """A redirect to an interwiki title (the real Chamorro Wikipedia has one, imported locally) answers with
+    `interwiki` and no `pages`: the page is on another wiki, a failure to report, not an answer to fetch again."""
+    responses.get(API, json={"batchcomplete": True, "query": {
+        "redirects": [{"from": "BlackWidow Chamorro Wiki:Community Portal", "to": "wikipedia:Fanhaluman komunida",
+                       "tointerwiki": "wikipedia"}],
+        "interwiki": [{"title": "wikipedia:Fanhaluman komunida", "iw": "wikipedia"}]}})
+    with pytest.raises(PageUnavailable, match="leads to another wiki: 'wikipedia:Fanhaluman komunida'"):
+        client.open_history("BlackWidow Chamorro Wiki:Community Portal")
+    assert len(responses.calls) == 1
