@@ -9,13 +9,14 @@ timestamp order, so after a batch is written every revision older than the batch
 again (on this node or another) from the last reported position reads the boundary's revisions twice, which the
 store's idempotent writes make harmless.
 
-allrevisions shows what the wiki holds now, never what left it. So the same requests also read the deletion log
-(`list=logevents`, letype=delete, in the same query: no request of its own) from the reader's log position, and
-apply each entry to the store as the change feed's sources do: a deleted page's texts are removed and the page
-marked deleted; an undeleted page's history is read again whole (its revisions come back with their old
-timestamps, behind the position) and the mark lifted; revision deletion removes the fields the log says are now
-hidden from every table, and fields shown again are read again. The reported position is the earlier of the two
-positions, so a reader that starts again misses neither a revision nor a log entry.
+allrevisions shows what the wiki holds now, never what left it, nor what came back behind the position. So the same
+requests also read the wiki's log (`list=logevents`, in the same query: no request of its own; every type, because
+the query's own filter takes only one) from the reader's log position, and apply each entry to the store as the
+change feed's sources do: a deleted page's texts are removed and the page marked deleted; an undeleted page's
+history is read again whole (its revisions come back with their old timestamps) and the mark lifted, and so is the
+history of a page that an import or a history merge gave old revisions; revision deletion removes the fields the
+log says are now hidden from every table, and fields shown again are read again. The reported position is the
+earlier of the two positions, so a reader that starts again misses neither a revision nor a log entry.
 """
 from __future__ import annotations
 
@@ -30,8 +31,10 @@ from shared.hashing import wiki_key
 from shared.revisions.model import Revision
 from shared.revisions.store import RevisionStore
 from spawn.budget_rules import BACKFILL
-from spawn.feed_events import Event, MalformedItem, PageDeleted, PageRestored, VisibilityChanged, from_logevent, parse
-from spawn.mediawiki import (RVPROP, BadResponse, Cancelled, MediaWikiClient, MediaWikiError, PageInfo,
+from spawn.feed_events import (Event, HistoryMerged, Imported, MalformedItem, PageDeleted, PageRestored,
+                               VisibilityChanged, from_logevent, parse)
+from spawn.mediawiki import PageDeleted as MediaWikiPageDeleted
+from spawn.mediawiki import (RVPROP, BadResponse, Cancelled, MediaWikiClient, MediaWikiError, PageInfo, PageUnavailable,
                              api_timestamp, revision_from_api)
 from spawn.upstream_budget import Demand
 
@@ -47,7 +50,7 @@ ClientFor = Callable[[str, "str | None"], MediaWikiClient]
 @dataclass(frozen=True)
 class Batch:
     pages: list[list[Revision]]         # each page's revisions, oldest first
-    logged: list[Event]                 # the deletion log's entries, oldest first
+    logged: list[Event]                 # the log's entries that change a history, oldest first
     logged_to: datetime | None          # the newest log entry's time (None: no entry)
     more: dict | None                   # the continuation
     now: datetime | None                # the wiki's clock
@@ -55,7 +58,7 @@ class Batch:
 
 
 def parse_batch(body: dict, wiki: str, content: bool) -> Batch:
-    """One answer of allrevisions and the deletion log: its revisions grouped by page (each page's oldest first), its
+    """One answer of allrevisions and the log: its revisions grouped by page (each page's oldest first), its
     log entries, the continuation, and the wiki's clock (`curtimestamp`). A malformed answer raises BadResponse and
     is fetched again, never read in part."""
     more = body.get("continue")
@@ -81,7 +84,9 @@ def parse_batch(body: dict, wiki: str, content: bool) -> Batch:
         try:
             event = parse(from_logevent(entry)) if isinstance(entry, dict) else None
         except MalformedItem as exc:
-            raise BadResponse(str(exc)) from exc
+            # one entry the wiki shows in part (a title hidden by suppression): asking again cannot change it
+            logger.warning("catch_up.log_entry_skipped", extra={"error": str(exc), "logid": entry.get("logid")})
+            continue
         if event is not None:
             logged.append(event)
     now = body.get("curtimestamp")
@@ -100,7 +105,7 @@ class CatchUpReader:
         self.wiki = wiki_key(duty.wiki)
         self.demand = Demand(BACKFILL, duty.tenants)
         self._position = parse_time(duty.position or duty.since)
-        self._log_position = self._position       # every deletion logged before it is applied
+        self._log_position = self._position       # every log entry before it is applied
         self._caught_up_to: datetime | None = None
         self._revisions = 0
         self._requests = 0
@@ -150,7 +155,7 @@ class CatchUpReader:
         content = self.duty.content
         params = {"list": "allrevisions|logevents", "arvprop": RVPROP + ("|content" if content else ""),
                   "arvslots": "main", "arvlimit": "max", "arvdir": "newer", "arvstart": api_timestamp(self._position),
-                  "letype": "delete", "leprop": LOG_PROPS, "lelimit": "max", "ledir": "newer",
+                  "leprop": LOG_PROPS, "lelimit": "max", "ledir": "newer",
                   "lestart": api_timestamp(self._log_position), "curtimestamp": "1"}
         if self.duty.namespaces is not None:
             params["arvnamespace"] = "|".join(str(n) for n in self.duty.namespaces)
@@ -179,7 +184,8 @@ class CatchUpReader:
         return True
 
     def _apply(self, events: Sequence[Event]) -> int:
-        """The deletion log's entries on the store, oldest first. Returns the requests it made."""
+        """The log's entries on the store, oldest first (moves need nothing: allrevisions lists a move's revision
+        under the new title). Returns the requests it made."""
         requests = 0
         namespaces = self.duty.namespaces
         for event in events:
@@ -190,13 +196,13 @@ class CatchUpReader:
                 if page_id:
                     self.store.mark_deleted(self.wiki, page_id)
             elif isinstance(event, PageRestored) and event.page_id:
-                page = PageInfo(event.page_id, event.ns, event.title, 0)
-                for revisions in self.client.revision_batches(page, content=self.duty.content, cancel=self._stop,
-                                                              demand=self.demand):
-                    requests += 1
-                    if revisions:
-                        self.store.write_pages([revisions])
+                requests += self._read_again(PageInfo(event.page_id, event.ns, event.title, 0))
                 self.store.mark_restored(self.wiki, event.page_id)
+            elif isinstance(event, Imported) and event.page_id:
+                requests += self._read_again(PageInfo(event.page_id, event.ns, event.title, 0))
+            elif isinstance(event, HistoryMerged):
+                # revisions moved to the destination keep their ids and times: read it again by title
+                requests += self._read_again_titled(event.dest_title)
             elif isinstance(event, VisibilityChanged):
                 hidden = event.hidden_after
                 if hidden:
@@ -211,6 +217,28 @@ class CatchUpReader:
                     if again:
                         self.store.write_pages(list(again.values()))
         return requests
+
+    def _read_again(self, page: PageInfo) -> int:
+        """The page's whole history read again and written (revisions that appeared behind the position).
+        Returns the requests it made."""
+        requests = 0
+        try:
+            for revisions in self.client.revision_batches(page, content=self.duty.content, cancel=self._stop,
+                                                          demand=self.demand):
+                requests += 1
+                if revisions:
+                    self.store.write_pages([revisions])
+        except MediaWikiPageDeleted:
+            pass                    # gone again since: its own log entry follows
+        return requests
+
+    def _read_again_titled(self, title: str) -> int:
+        try:
+            opening = self.client.open_history(title, content=self.duty.content, cancel=self._stop,
+                                               demand=self.demand)
+        except PageUnavailable:
+            return 1                # deleted or moved since: its own log entries follow
+        return 1 + self._read_again(opening.page)
 
 
 class CatchUpReaders:

@@ -27,6 +27,7 @@ from tests.integration.test_moved_deleted_pages_hub import make_hub, start_nodes
 from tests.support.dumps import api_truth, assert_stored, stored_fields
 from tests.support.hub import HubProcesses
 from tests.support.processes import SpawnProcess
+from tests.support.record_change_feed import import_xml
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -185,8 +186,8 @@ def _own_dump_set(hub, edge, dump: OwnDump, **extra) -> str:
 def test_a_wiki_from_its_own_dump_is_caught_up_and_followed(
         postgres_url, edge, writable_wiki, own_dump, cassandra_session, keyspace, tmp_path):
     """Bootstrapped from the dump and caught up through the local edge's API, the store ends equal to what the wiki's
-    API lists, revision by revision; then a new edit, a revision deletion, a page deletion and its undeletion are
-    followed."""
+    API lists, revision by revision; then a new edit, a revision deletion, a page deletion, its undeletion and an
+    import of old revisions are followed."""
     with cluster(postgres_url, "catchup", tmp_path, keyspace, hub_hosts=own_dump.hosts,
                  spawn_hosts=own_dump.hosts) as (hub, _):
         set_path = _own_dump_set(hub, edge, own_dump)
@@ -235,6 +236,11 @@ def test_a_wiki_from_its_own_dump_is_caught_up_and_followed(
         assert admin.undelete(gone) == len(made)
         wait_for(lambda: not store.page(host, gone_id).deleted, 60, 0.5, "the page's deletion mark lifted")
         assert stored_fields(store, host) == api_truth(writable_wiki)
+
+        # an import: revisions from 2004, far behind the position, that only the import's log entry reveals
+        admin.import_xml(import_xml(writable_wiki.unique_title("Dump imported")))
+        wait_for(lambda: stored_fields(store, host) == api_truth(writable_wiki), 60, 0.5, "the imported history")
+        assert any(f["timestamp"].year == 2004 for f in stored_fields(store, host).values())
 
 
 def test_a_namespace_of_a_wiki_from_its_own_dump(
