@@ -89,11 +89,14 @@ def _bridge(conn: Connection, process, nodes: Callable[[], Mapping[str, str]],
             if targets != sent:
                 conn.send(targets)
                 sent = targets
-            while conn.poll(every_s if not stop.is_set() else 0):
+            # the rounds that come in until the list is due again: bounded in time, because rounds as frequent as
+            # the wait would otherwise keep the list from ever being read again
+            due = time.monotonic() + every_s
+            while not stop.is_set() and conn.poll(max(0.0, due - time.monotonic())):
                 rounds, failed = conn.recv()
                 if on_round is not None:
                     on_round(rounds, failed)
-                if stop.is_set():
+                if time.monotonic() >= due:
                     break
     except (EOFError, OSError):
         process.join(1)

@@ -145,3 +145,39 @@ def test_keepalives_go_to_a_node_from_its_registration_not_from_the_next_tick(hu
 
     monkeypatch.setattr(scheduler, "live_node_urls", unreadable)
     assert nodes() == {first: "http://127.0.0.1:9"}          # the last list, until the database answers
+
+
+class _Process:
+    exitcode = 0
+
+    def join(self, timeout=None) -> None:
+        pass
+
+    def is_alive(self) -> bool:
+        return False
+
+
+def test_rounds_as_frequent_as_the_list_wait_do_not_keep_the_list_from_being_read():
+    """The bridge reads the node list every `every_s` however often rounds arrive (rounds every 0.05 s here)."""
+    ours, theirs = multiprocessing.Pipe()
+    reads: list[float] = []
+    stop = threading.Event()
+
+    def nodes() -> dict[str, str]:
+        reads.append(time.monotonic())
+        return {}
+
+    def feed() -> None:
+        while not stop.is_set():
+            theirs.send((1, 0))
+            time.sleep(0.05)
+
+    feeder = threading.Thread(target=feed, daemon=True)
+    feeder.start()
+    bridge = threading.Thread(target=keepalive._bridge, args=(ours, _Process(), nodes, None, 0.3, stop), daemon=True)
+    bridge.start()
+    time.sleep(1.5)
+    stop.set()
+    bridge.join(5)
+    feeder.join(5)
+    assert len(reads) >= 4
