@@ -24,13 +24,14 @@ import logging
 import threading
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Iterator, Mapping, Sequence
 
 from shared.dump_wire import CatchUpDuty, CatchUpReport, parse_time, wire_time
 from shared.hashing import wiki_key
 from shared.revisions.model import Revision
 from shared.revisions.store import RevisionStore
 from spawn.budget_rules import BACKFILL
+from spawn.completeness import Hide
 from spawn.feed_events import (Event, HistoryMerged, Imported, MalformedItem, PageDeleted, PageRestored,
                                VisibilityChanged, from_logevent, parse)
 from spawn.mediawiki import PageDeleted as MediaWikiPageDeleted
@@ -196,19 +197,18 @@ class CatchUpReader:
                 if page_id:
                     self.store.mark_deleted(self.wiki, page_id)
             elif isinstance(event, PageRestored) and event.page_id:
-                requests += self._read_again(PageInfo(event.page_id, event.ns, event.title, 0))
+                requests += self._read_again(self._by_id(event))
                 self.store.mark_restored(self.wiki, event.page_id)
             elif isinstance(event, Imported) and event.page_id:
-                requests += self._read_again(PageInfo(event.page_id, event.ns, event.title, 0))
+                requests += self._read_again(self._by_id(event))
             elif isinstance(event, HistoryMerged):
                 # revisions moved to the destination keep their ids and times: read it again by title
                 requests += self._read_again_titled(event.dest_title)
             elif isinstance(event, VisibilityChanged):
-                hidden = event.hidden_after
-                if hidden:
-                    for rev_id in event.rev_ids:
-                        self.store.hide_revision_fields(self.wiki, rev_id, text="content" in hidden,
-                                                        comment="comment" in hidden, user="user" in hidden)
+                if event.hidden_after:
+                    for hide in (Hide.of(rev_id, event.hidden_after) for rev_id in event.rev_ids):
+                        self.store.hide_revision_fields(self.wiki, hide.rev_id, text=hide.text, comment=hide.comment,
+                                                        user=hide.user)
                 if event.unhidden:
                     # shown again: read again, with what the wiki shows now
                     again = self.client.revisions_of_pages([event.page_id], event.rev_ids, content=self.duty.content,
@@ -218,27 +218,32 @@ class CatchUpReader:
                         self.store.write_pages(list(again.values()))
         return requests
 
-    def _read_again(self, page: PageInfo) -> int:
-        """The page's whole history read again and written (revisions that appeared behind the position).
-        Returns the requests it made."""
+    def _by_id(self, event: Event) -> Iterator[list[Revision]]:
+        page = PageInfo(event.page_id, event.ns, event.title, 0)
+        return self.client.revision_batches(page, content=self.duty.content, cancel=self._stop, demand=self.demand)
+
+    def _read_again_titled(self, title: str) -> int:
+        """A page's whole history by title, its first batch read with the title's resolution. Returns the
+        requests it made."""
+        try:
+            opening = self.client.open_history(title, content=self.duty.content, cancel=self._stop,
+                                               demand=self.demand)
+        except PageUnavailable:
+            return 1                # deleted or moved since: its own log entries follow
+        return self._read_again(self.client.continue_history(opening, cancel=self._stop, demand=self.demand))
+
+    def _read_again(self, batches: Iterator[list[Revision]]) -> int:
+        """A page's history read again whole and written (revisions that appeared behind the position). Returns
+        the batches read: a request each."""
         requests = 0
         try:
-            for revisions in self.client.revision_batches(page, content=self.duty.content, cancel=self._stop,
-                                                          demand=self.demand):
+            for revisions in batches:
                 requests += 1
                 if revisions:
                     self.store.write_pages([revisions])
         except MediaWikiPageDeleted:
             pass                    # gone again since: its own log entry follows
         return requests
-
-    def _read_again_titled(self, title: str) -> int:
-        try:
-            opening = self.client.open_history(title, content=self.duty.content, cancel=self._stop,
-                                               demand=self.demand)
-        except PageUnavailable:
-            return 1                # deleted or moved since: its own log entries follow
-        return 1 + self._read_again(opening.page)
 
 
 class CatchUpReaders:

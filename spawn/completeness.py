@@ -56,6 +56,12 @@ class Hide:
     comment: bool
     user: bool
 
+    @classmethod
+    def of(cls, rev_id: int, names: Iterable[str]) -> "Hide":
+        """From the wiki's field names (shared.feed_wire.HIDEABLE: content, comment, user)."""
+        names = frozenset(names)
+        return cls(rev_id, "content" in names, "comment" in names, "user" in names)
+
 
 @dataclass(frozen=True)
 class Visibility:

@@ -482,8 +482,7 @@ class DataSource:
             hide, self._hide_now = self._hide_now, ()
         if not hide:
             return
-        vis = completeness.Visibility(tuple(completeness.Hide(rev_id, "content" in names, "comment" in names,
-                                                              "user" in names) for rev_id, names in hide), ())
+        vis = completeness.Visibility(tuple(completeness.Hide.of(rev_id, names) for rev_id, names in hide), ())
         try:
             self._apply_visibility(vis, {"title": self.title, "wiki": self.client.host})
         except BaseException:

@@ -206,12 +206,12 @@ def test_imports_and_merges_read_the_history_again_and_a_half_shown_entry_is_ski
          "titlehidden": True}]))
     responses.add(responses.GET, API, json={"batchcomplete": True, "query": {"pages": [
         {"pageid": 1, "ns": 0, "title": "A", "revisions": [old]}]}})
-    opening = {"batchcomplete": True, "query": {"pages": [{"pageid": 4, "ns": 0, "title": "C", "lastrevid": 7,
-                                                           "revisions": [rev(6, 0, "2002-01-01T00:00:00Z")]}]}}
+    # the destination's history in two batches: the first with the title's resolution, the rest by page id
+    opening = {"continue": {"rvcontinue": "20020201000000|7", "continue": "||"}, "query": {"pages": [
+        {"pageid": 4, "ns": 0, "title": "C", "lastrevid": 7, "revisions": [rev(6, 0, "2002-01-01T00:00:00Z")]}]}}
     responses.add(responses.GET, API, json=opening)
     responses.add(responses.GET, API, json={"batchcomplete": True, "query": {"pages": [
-        {"pageid": 4, "ns": 0, "title": "C", "revisions": [rev(6, 0, "2002-01-01T00:00:00Z"),
-                                                           rev(7, 6, "2002-02-01T00:00:00Z")]}]}})
+        {"pageid": 4, "ns": 0, "title": "C", "revisions": [rev(7, 6, "2002-02-01T00:00:00Z")]}]}})
     reader = CatchUpReader(duty(), client(), store)
     assert reader.read_once() is False
     asked = [c.request.params for c in responses.calls[1:]]
