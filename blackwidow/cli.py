@@ -125,10 +125,11 @@ def _admin_call(args, client):
         case ("subs", "delete"):
             return client.call("DELETE", f"/v1/subscriptions/{a.id}")
         case ("sets", "add"):
+            kind = "category" if a.category is not _UNSET else "namespace" if a.namespace else "wiki"
             return client.call("POST", "/v1/subscriptions", body=_only_set(
-                kind="namespace" if a.namespace else "wiki", tenant_id=a.tenant, wiki=a.wiki, dumps=a.dumps,
+                kind=kind, tenant_id=a.tenant, wiki=a.wiki, dumps=a.dumps or _UNSET,
                 namespaces=a.namespace or _UNSET, dbname=a.dbname, content=a.content, parallel=a.parallel,
-                dumped_at=a.dumped_at))
+                dumped_at=a.dumped_at, category=a.category, depth=a.depth))
         case ("sets", "list"):
             return client.call("GET", "/v1/sets", params={"tenant_id": a.tenant} if a.tenant else None)
         case ("sets", "get"):
@@ -257,9 +258,9 @@ def _admin_parser(sub) -> None:
 
 
 def _sets_parser(nouns) -> None:
-    sets = nouns.add_parser("sets", help="whole wikis bootstrapped from dump files (docs/dumps.md)")
+    sets = nouns.add_parser("sets", help="whole wikis, namespaces and categories (docs/sets.md)")
     verbs = sets.add_subparsers(dest="verb", required=True)
-    p = verbs.add_parser("add", help="subscribe a tenant to a whole wiki, read from its dump files")
+    p = verbs.add_parser("add", help="subscribe a tenant to a whole wiki, some namespaces or a category")
     p.add_argument("--tenant", required=True, help="tenant id")
     p.add_argument("--wiki", required=True, help="the wiki's api.php URL")
     p.add_argument("--dbname", default=_UNSET, help="the dumps' <siteinfo> dbname, e.g. chwiki (checked)")
@@ -269,7 +270,10 @@ def _sets_parser(nouns) -> None:
                    help="only this namespace's pages (repeat for several): a namespace set; default: the whole wiki")
     p.add_argument("--dumped-at", default=_UNSET,
                    help="when the dump was taken (ISO 8601); default: the date in the URLs' paths")
-    p.add_argument("dumps", nargs="+", help="dump file URLs, in order")
+    p.add_argument("--category", default=_UNSET,
+                   help="only this category's pages, as its members change: a category set (dumps optional)")
+    p.add_argument("--depth", type=int, default=_UNSET, help="with --category: levels of subcategories that count")
+    p.add_argument("dumps", nargs="*", help="dump file URLs, in order")
     verbs.add_parser("list").add_argument("--tenant")
     for verb in ("get", "stop", "resume", "delete"):
         _id(verbs.add_parser(verb))
@@ -301,7 +305,7 @@ def _name_or_none(text: str) -> str | None:
 def _admin_defaults(args) -> argparse.Namespace:
     # SUPPRESS keeps unset options out of the namespace; put them back as "not given".
     for name in ("name", "quota", "content", "enabled", "weight", "credential", "in_flight", "per_s", "per_min",
-                 "slow_after_s", "slow_wait_s", "maxlag", "dbname", "parallel", "dumped_at"):
+                 "slow_after_s", "slow_wait_s", "maxlag", "dbname", "parallel", "dumped_at", "category", "depth"):
         if not hasattr(args, name):
             setattr(args, name, _UNSET)
     return args

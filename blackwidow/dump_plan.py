@@ -21,11 +21,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Iterable, Mapping, Protocol, TypeVar
 
 from shared.dump_wire import (DONE, FAILED, CatchUpDuty, CatchUpReport, DumpDuty, DumpReport, Resume, parse_time,
                               wire_time)
 from shared.hashing import stable_hash, wiki_key
+
+D = TypeVar("D", covariant=True)
 
 PENDING = "pending"         # waiting for a node
 READING = "reading"         # placed on `node`, which reads it
@@ -54,16 +56,20 @@ class FileState:
     reported_at: datetime | None = None
     finished_at: datetime | None = None
     namespaces: tuple[int, ...] | None = None     # the set's (kind namespace); None: every page
+    # kind category: its members' page ids once a listing is held (None: every page, or not listed yet)
+    page_ids: tuple[int, ...] | None = None
+    listed: bool = True             # False: a category set whose members are not known yet
 
     @property
     def duty(self) -> DumpDuty:
         return DumpDuty(file_id=self.id, set_id=self.set_id, url=self.url, wiki=self.wiki, dbname=self.dbname,
-                        content=self.content, resume=self.resume, namespaces=self.namespaces)
+                        content=self.content, resume=self.resume, namespaces=self.namespaces,
+                        page_ids=self.page_ids)
 
 
 def _wanted(f: FileState, now: datetime) -> bool:
     """Whether the file needs a node now."""
-    if not f.enabled or f.state == DONE:
+    if not f.enabled or f.state == DONE or not f.listed:
         return False
     return f.state != FAILED or f.retry_at is None or now >= f.retry_at
 
@@ -189,19 +195,38 @@ def readers(sets: Mapping[str, CatchUpState], live: Iterable[str]) -> dict[str, 
     for sid, s in sorted(sets.items()):
         if s.node in live:
             continue
-        node = min(load, key=lambda n: (load[n], -stable_hash(f"{sid}|{n}"))) if load else None
-        if node is not None:
-            load[node] += 1
-        out[sid] = replace(s, node=node, revisions=s.revisions + s.current, current=0)
+        out[sid] = replace(s, node=least_loaded(sid, load), revisions=s.revisions + s.current, current=0)
     return out
 
 
-def catch_up_duties(sets: Mapping[str, CatchUpState], interval_s: float) -> dict[str, tuple[CatchUpDuty, ...]]:
-    out: dict[str, list[CatchUpDuty]] = {}
-    for sid, s in sorted(sets.items()):
+def least_loaded(key: str, load: dict[str, int]) -> str | None:
+    """The live node (`load`: {node: readers it runs}) a reader without one goes to: the one running the fewest,
+    ties broken by a stable hash of the reader's key; counted in `load`. None without a live node."""
+    node = min(load, key=lambda n: (load[n], -stable_hash(f"{key}|{n}"))) if load else None
+    if node is not None:
+        load[node] += 1
+    return node
+
+
+class Placed(Protocol[D]):
+    """A reader's state: the node it runs on and the duty that node is given."""
+    @property
+    def node(self) -> str | None: ...
+
+    def duty(self, interval_s: float) -> D: ...
+
+
+def per_node(states: Mapping[str, Placed[D]], interval_s: float) -> dict[str, tuple[D, ...]]:
+    """{node: the duties of the readers placed on it}, in the readers' key order."""
+    out: dict[str, list[D]] = {}
+    for _, s in sorted(states.items()):
         if s.node is not None:
             out.setdefault(s.node, []).append(s.duty(interval_s))
     return {node: tuple(d) for node, d in out.items()}
+
+
+def catch_up_duties(sets: Mapping[str, CatchUpState], interval_s: float) -> dict[str, tuple[CatchUpDuty, ...]]:
+    return per_node(sets, interval_s)
 
 
 def caught_up(sets: Mapping[str, CatchUpState], reports: Mapping[str, Mapping[str, CatchUpReport]],

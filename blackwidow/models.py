@@ -2,7 +2,7 @@
 from datetime import datetime, timezone
 
 from sqlalchemy import (BigInteger, Boolean, CheckConstraint, DateTime, Float, ForeignKey, Integer, MetaData,
-                        String, Text, UniqueConstraint, Index)
+                        String, Text, UniqueConstraint, Index, false)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -75,6 +75,8 @@ class Subscription(Base):
     settled: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
     watermark: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     node_id: Mapped[str | None] = mapped_column(String(36), nullable=True)   # where it is assigned now
+    # the category set that made it (blackwidow.store.members): it goes when the page leaves the category
+    set_id: Mapped[str | None] = mapped_column(String(36), nullable=True, index=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False, default=utcnow,
                                                  onupdate=utcnow)
@@ -291,9 +293,35 @@ class WikiSet(Base):
     catchup_requests: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
     catchup_error: Mapped[str | None] = mapped_column(Text, nullable=True)
     catchup_reported_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # kind category (blackwidow.members_plan): the category, how deep its subcategories count, and its listing
+    category: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    depth: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    members_node: Mapped[str | None] = mapped_column(String(36), nullable=True)      # the node listing it
+    members_digest: Mapped[str | None] = mapped_column(String(32), nullable=True)    # the listing held whole
+    members_receiving: Mapped[str | None] = mapped_column(String(32), nullable=True)  # the one coming in
+    members_next_part: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default="0")
+    members_total: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0, server_default="0")
+    members_read_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    members_requests: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0, server_default="0")
+    members_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # the held listing is not yet turned into the set's subscriptions
+    members_dirty: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False, server_default=false())
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False, default=utcnow,
                                                  onupdate=utcnow)
+
+
+class SetMember(Base):
+    """A page of a category set as its latest listing names it, and the subscription that harvests it."""
+    __tablename__ = "set_members"
+
+    set_id: Mapped[str] = mapped_column(String(36), ForeignKey("wiki_sets.id", ondelete="CASCADE"), primary_key=True)
+    page_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    ns: Mapped[int] = mapped_column(Integer, nullable=False)
+    title: Mapped[str] = mapped_column(String(255), nullable=False)
+    listing: Mapped[str] = mapped_column(String(32), nullable=False)        # the digest of the listing naming it
+    # the set's own subscription, or the tenant's own one to the same page (None: not subscribed yet)
+    subscription_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
 
 
 class DumpFile(Base):

@@ -138,15 +138,16 @@ SCHEMAS["DumpFile"] = _obj({
     "retry_at": {**_NULL_TS, "description": "A failed file is read again from its resume point after this."},
     "reported_at": _NULL_TS, "finished_at": _NULL_TS})
 SCHEMAS["WikiSet"] = _obj({
-    "id": _ID, "kind": {"type": "string", "enum": ["wiki", "namespace"]}, "tenant_id": _ID,
+    "id": _ID, "kind": {"type": "string", "enum": list(validation.SET_KINDS)}, "tenant_id": _ID,
     "wiki": {"type": "string"},
     "namespaces": {"type": "array", "items": {"type": "integer"}, "nullable": True,
                    "description": "kind namespace: the namespaces it holds; null: every one."},
     "dbname": {"type": "string", "nullable": True}, "content": {"type": "boolean"}, "enabled": {"type": "boolean"},
     "parallel": {"type": "integer"},
-    "state": {"type": "string", "enum": ["bootstrapping", "failed", "catching_up", "following", "dumped",
+    "state": {"type": "string", "enum": ["listing", "bootstrapping", "failed", "catching_up", "following", "dumped",
                                          "disabled"],
-              "description": "failed: a file failed (it is retried; the set never counts as read until it is); "
+              "description": "listing: a category set whose members are not known yet; "
+                             "failed: a file failed (it is retried; the set never counts as read until it is); "
                              "catching_up: every file is written and the wiki is read from dumped_at on; "
                              "following: that read reached the present, and what is new is read as it comes; "
                              "dumped: every file is written and the dump's date is unknown (nothing read after)."},
@@ -165,7 +166,24 @@ SCHEMAS["WikiSet"] = _obj({
                          "nothing more: every revision up to it is written."},
         "revisions_written": {"type": "integer"},
         "requests": {"type": "integer", "description": "Spent by its current reader."},
-        "error": {"type": "string", "nullable": True}, "reported_at": _NULL_TS}, nullable=True)})
+        "error": {"type": "string", "nullable": True}, "reported_at": _NULL_TS}, nullable=True),
+    "category": {"type": "string", "nullable": True, "description": "kind category: the category's title."},
+    "depth": {"type": "integer", "nullable": True, "description": "kind category: levels of subcategories "
+              "whose pages count too."},
+    "members": _obj({
+        "node": {**_ID, "nullable": True, "description": "The node listing the category's members."},
+        "listed": {"type": "integer", "description": "Pages in the listing held whole."},
+        "read_at": {**_NULL_TS, "description": "When its node last read the listing."},
+        "requests": {"type": "integer", "description": "Spent on listings by its current node."},
+        "error": {"type": "string", "nullable": True, "description": "Why the last listing failed (the one "
+                  "before it stands)."},
+        "pages": {"type": "integer", "description": "Members the set holds."},
+        "subscribed": {"type": "integer", "description": "Members with a subscription (the set's own, or one "
+                       "the tenant made itself)."},
+        "complete": {"type": "integer", "description": "Members whose stored history is proven equal to the "
+                     "wiki's."},
+        "states": {"type": "object", "additionalProperties": {"type": "integer"},
+                   "description": "The members' subscriptions by state."}}, nullable=True)})
 SCHEMAS["WikiSetList"] = _obj({"items": {"type": "array", "items": _ref("WikiSet")}})
 SCHEMAS["WikiSetCreate"] = validation.schema(validation.WIKI_SET_CREATE)
 SCHEMAS["WikiSetPatch"] = validation.schema(validation.WIKI_SET_PATCH)

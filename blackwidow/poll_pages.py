@@ -14,6 +14,7 @@ from blackwidow.reload import copies
 from blackwidow.store.coordination import AssignmentView, SubscriptionView
 from shared.dump_wire import CatchUpDuty, DumpDuty
 from shared.feed_wire import FeedDuty, Nudge
+from shared.members_wire import MembersDuty
 from shared.wire import Budget, Lease, Poll, PollPage, ReportPage, StatusReport, SubscriptionStatus
 
 # A spawn whose report cursor never reaches the end would keep a tick polling it forever.
@@ -73,9 +74,11 @@ class FeedPart:
 
 @dataclass(frozen=True)
 class DumpPart:
-    """A node's part of the dump bootstraps (shared.dump_wire): the files it reads, the catch-ups it runs."""
+    """A node's part of the set subscriptions (shared.dump_wire, shared.members_wire): the files it reads, the
+    catch-ups it runs, the category listings it reads."""
     files: tuple[DumpDuty, ...] = ()
     catch_up: tuple[CatchUpDuty, ...] = ()
+    members: tuple[MembersDuty, ...] = ()
 
 
 def request(node_id: str, pages: list[tuple[str, ...]], index: int, round_id: str, leases: Mapping[str, Lease],
@@ -95,7 +98,7 @@ def request(node_id: str, pages: list[tuple[str, ...]], index: int, round_id: st
                 budgets=budgets if first else {},
                 feeds=feeds.duties if first else {}, changes=feeds.changes if first else (),
                 followed=feeds.followed if first else (), dumps=dumps.files if first else (),
-                catch_up=dumps.catch_up if first else (),
+                catch_up=dumps.catch_up if first else (), members=dumps.members if first else (),
                 page=PollPage(round_id, last, len(pages)) if len(pages) > 1 else None,
                 report=ReportPage(after, paging.report_items, since))
 
@@ -160,7 +163,7 @@ def merged(answers: list[StatusReport], known: Mapping[str, SubscriptionStatus] 
     report = StatusReport(node_id=last.node_id, boot_id=last.boot_id, attached=last.attached,
                           subscriptions=tuple(subs.values()), sources=last.sources, identities=last.identities,
                           rejected=tuple(r for a in answers for r in a.rejected), token=first.token,
-                          feeds=first.feeds, dumps=first.dumps, catch_up=first.catch_up)
+                          feeds=first.feeds, dumps=first.dumps, catch_up=first.catch_up, members=first.members)
     return Merged(report, subs, frozenset(changed) if changed is not None else None)
 
 

@@ -362,7 +362,7 @@ def _poll_node(client: SpawnClient, node: store.NodeView, ids: list[str], leases
             whole = client.poll(node.url, Poll(node_id=node.id, assigned=tuple(sorted(ids)), leases=leases,
                                                budgets=budgets, feeds=feeds.duties, changes=feeds.changes,
                                                followed=feeds.followed, dumps=dumps.files,
-                                               catch_up=dumps.catch_up))
+                                               catch_up=dumps.catch_up, members=dumps.members))
             return poll_pages.Merged(whole, {s.id: s for s in whole.subscriptions}, None)
         answers.append(poll_pages.sharing_specs(answer, specs))
         try:

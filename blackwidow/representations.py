@@ -4,6 +4,7 @@ from typing import Mapping
 
 from blackwidow.models import Reload, Subscription
 from blackwidow.dump_plan import set_state
+from blackwidow.members_plan import set_state as category_state
 from blackwidow.store.dashboard import DashboardData
 from blackwidow.store.dumps import FileView, SetView
 from blackwidow.store.feeds import FeedView
@@ -47,19 +48,33 @@ def feed(f: FeedView, *, now: datetime) -> dict:
 
 
 def wiki_set(s: SetView) -> dict:
-    """A set subscription with its bootstrap's progress, in total and per file, and its catch-up."""
-    c = s.catch_up
-    return {"id": s.id, "kind": s.kind, "tenant_id": s.tenant_id, "wiki": s.wiki,
+    """A set subscription with its bootstrap's progress, in total and per file, and its catch-up; a category set
+    with its listing and its members' subscriptions."""
+    c, listing = s.catch_up, s.listing
+    if listing is not None:
+        state = category_state((f.state for f in s.files), s.enabled, listing.held is not None)
+    else:
+        state = set_state((f.state for f in s.files), s.enabled, s.dumped_at,
+                          c.caught_up_to if c is not None else None)
+    body = {"id": s.id, "kind": s.kind, "tenant_id": s.tenant_id, "wiki": s.wiki,
             "namespaces": None if s.namespaces is None else list(s.namespaces), "dbname": s.dbname,
-            "content": s.content, "enabled": s.enabled, "parallel": s.parallel,
-            "state": set_state((f.state for f in s.files), s.enabled, s.dumped_at,
-                               c.caught_up_to if c is not None else None),
+            "content": s.content, "enabled": s.enabled, "parallel": s.parallel, "state": state,
             "dumped_at": timestamp(s.dumped_at), "created_at": timestamp(s.created_at),
             "progress": dump_progress(s.files), "files": [dump_file(f) for f in s.files],
             "catch_up": None if c is None else {
                 "node": c.node, "position": timestamp(c.position), "caught_up_to": timestamp(c.caught_up_to),
                 "revisions_written": c.revisions + c.current, "requests": c.requests, "error": c.error,
-                "reported_at": timestamp(c.reported_at)}}
+                "reported_at": timestamp(c.reported_at)},
+            "category": None, "depth": None, "members": None}
+    if listing is not None:
+        counts = dict(s.members or {})
+        body.update({"category": listing.category, "depth": listing.depth, "members": {
+            "node": listing.node, "listed": listing.total, "read_at": timestamp(listing.read_at),
+            "requests": listing.requests, "error": listing.error,
+            "pages": counts.pop("members", 0), "subscribed": counts.pop("subscribed", 0),
+            "complete": counts.pop("complete", 0),
+            "states": {name.removeprefix("state_"): n for name, n in sorted(counts.items())}}})
+    return body
 
 
 def dump_progress(files: tuple[FileView, ...]) -> dict:

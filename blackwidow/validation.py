@@ -19,8 +19,9 @@ MAX_BIGINT = 2**63 - 1
 MAX_TITLE_BYTES = 255            # MediaWiki's own limit
 MAX_BULK_ITEMS = 1000
 MAX_PAGES_TITLES = 10_000        # a `pages` request; a longer list is refused whole (split it)
-KINDS = ("page", "pages", "wiki", "namespace")    # what POST /v1/subscriptions creates, by the body's `kind`
-SET_KINDS = ("wiki", "namespace")                  # of those, the sets read from dump files (blackwidow.wiki_sets)
+KINDS = ("page", "pages", "wiki", "namespace", "category")    # what POST /v1/subscriptions creates, by `kind`
+SET_KINDS = ("wiki", "namespace", "category")      # of those, the set subscriptions (blackwidow.wiki_sets)
+MAX_CATEGORY_DEPTH = 10
 MAX_NAMESPACES = 100
 MAX_DUMP_FILES = 1000            # enwiki's pages-meta-history comes in about 900 files
 MAX_DUMP_PARALLEL = 8
@@ -147,17 +148,17 @@ def check_uuid(value: str, name: str) -> str:
         raise ValidationError(f"'{name}' is not a valid id", field=name) from None
 
 
-def check_title(value: str) -> str:
+def check_title(value: str, field: str = "title") -> str:
     """The title as typed ('_' as space, trimmed; never re-cased, the wiki decides what it names), then
     MediaWiki's rules: non-empty, at most 255 UTF-8 bytes, no #<>[]|{}."""
     if _ILLEGAL_TITLE.search(value):
-        raise ValidationError("'title' contains a character MediaWiki forbids (#<>[]|{} or a control "
-                              "character)", field="title")
+        raise ValidationError(f"'{field}' contains a character MediaWiki forbids (#<>[]|{{}} or a control "
+                              "character)", field=field)
     title = normalize_title(value)
     if not title:
-        raise ValidationError("'title' must not be empty", field="title")
+        raise ValidationError(f"'{field}' must not be empty", field=field)
     if len(title.encode("utf-8")) > MAX_TITLE_BYTES:
-        raise ValidationError(f"'title' is longer than {MAX_TITLE_BYTES} UTF-8 bytes", field="title")
+        raise ValidationError(f"'{field}' is longer than {MAX_TITLE_BYTES} UTF-8 bytes", field=field)
     return title
 
 
@@ -237,15 +238,22 @@ def _timestamp(name: str):
 
 
 WIKI_SET_CREATE = (
-    Field("kind", "string", "wiki: a whole wiki; namespace: the pages of some of its namespaces. Either is "
-          "bootstrapped from the wiki's XML dump files.", required=True, enum=SET_KINDS),
+    Field("kind", "string", "wiki: a whole wiki; namespace: the pages of some of its namespaces; category: the "
+          "pages of a category (and of its subcategories down to `depth`), as its members change. A wiki or "
+          "namespace set is bootstrapped from the wiki's XML dump files; a category set may be.", required=True,
+          enum=SET_KINDS),
     _required(_TENANT_ID), _required(_WIKI),
     Field("namespaces", "array", "kind namespace only, and required there: the namespace numbers whose pages it "
           "holds (0 articles, 1 talk, 4 project, 14 category, ...).", min_length=1, max_length=MAX_NAMESPACES,
           items="integer"),
+    Field("category", "string", "kind category only, and required there: the category's title, with or without "
+          "its 'Category:' prefix.", check=lambda v: check_title(v, "category")),
+    Field("depth", "integer", "kind category only: how many levels of subcategories count too (default 0: the "
+          "category's own pages).", minimum=0, maximum=MAX_CATEGORY_DEPTH),
     Field("dumps", "array", "URLs of the wiki's full-history XML dump files (pages-meta-history or "
           "stub-meta-history; plain, .gz or .bz2), in the order they are to be started. Their hosts follow the "
-          "wiki allowlist's rules.", required=True, min_length=1, max_length=MAX_DUMP_FILES, items="string"),
+          "wiki allowlist's rules. Required for kinds wiki and namespace; a category set without dumps reads its "
+          "pages' histories through the API.", min_length=1, max_length=MAX_DUMP_FILES, items="string"),
     Field("dbname", "string", "The database name the dumps' <siteinfo> must carry (e.g. enwiki); a file of "
           "another wiki fails. Absent: not checked.", check=_dbname),
     Field("content", "boolean", "Store the wikitext too (default false)."),

@@ -1,5 +1,6 @@
-"""The `wiki` kind: one call subscribes a tenant to a whole wiki, bootstrapped from the dump files it names.
-Pure: no I/O, no SQL. Every refusal names its field (`dumps[2]` for the third URL)."""
+"""The set kinds: one call subscribes a tenant to a whole wiki (`wiki`), some of its namespaces (`namespace`), both
+bootstrapped from the dump files they name, or a category's pages (`category`, from dump files or not). Pure: no
+I/O, no SQL. Every refusal names its field (`dumps[2]` for the third URL)."""
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -25,14 +26,23 @@ class NewWikiSet:
     enabled: bool
     dumped_at: datetime | None      # None: nothing is read from the wiki after the dump
     namespaces: tuple[int, ...] | None = None   # kind namespace: only these; None: every namespace
+    category: str | None = None                 # kind category: its title, "Category:..."
+    depth: int | None = None                    # kind category: levels of subcategories that count too
+
+
+CATEGORY_PREFIX = "Category:"       # the canonical name of namespace 14, which every wiki's API takes
 
 
 def parse_wiki_set(body, allowlist: tuple[str, ...]) -> NewWikiSet:
     values = validation.parse(body, validation.WIKI_SET_CREATE)
+    kind = values["kind"]
     wiki = check_wiki(values["wiki"], allowlist)
-    namespaces = _namespaces(values["kind"], values.get("namespaces"))
+    namespaces = _namespaces(kind, values.get("namespaces"))
+    category, depth = _category(kind, values.get("category"), values.get("depth"))
+    if kind != "category" and values.get("dumps") is None:
+        raise ValidationError(f"'dumps' is required for kind {kind}", field="dumps")
     dumps: list[str] = []
-    for index, url in enumerate(values["dumps"]):
+    for index, url in enumerate(values.get("dumps") or ()):
         field = f"dumps[{index}]"
         url = check_dump_url(url, allowlist, field)
         if url in dumps:
@@ -41,14 +51,29 @@ def parse_wiki_set(body, allowlist: tuple[str, ...]) -> NewWikiSet:
     return NewWikiSet(tenant_id=values["tenant_id"], wiki=wiki, dumps=tuple(dumps), dbname=values.get("dbname"),
                       content=values.get("content", False), parallel=values.get("parallel", DEFAULT_PARALLEL),
                       enabled=values.get("enabled", True), dumped_at=values.get("dumped_at") or dump_date(dumps),
-                      namespaces=namespaces)
+                      namespaces=namespaces, category=category, depth=depth)
+
+
+def _category(kind: str, given: str | None, depth: int | None) -> tuple[str | None, int | None]:
+    if kind != "category":
+        for name, value in (("category", given), ("depth", depth)):
+            if value is not None:
+                raise ValidationError(f"'{name}' belongs to kind category", field=name)
+        return None, None
+    if given is None:
+        raise ValidationError("'category' is required for kind category", field="category")
+    if not given.lower().startswith(CATEGORY_PREFIX.lower()):
+        given = CATEGORY_PREFIX + given
+    elif not given[len(CATEGORY_PREFIX):].strip():
+        raise ValidationError("'category' names no category", field="category")
+    return given, depth or 0
 
 
 def _namespaces(kind: str, given: list[int] | None) -> tuple[int, ...] | None:
-    if kind == "wiki":
+    if kind != "namespace":
         if given is not None:
-            raise ValidationError("'namespaces' belongs to kind namespace: a wiki set holds every namespace",
-                                  field="namespaces")
+            why = ": a wiki set holds every namespace" if kind == "wiki" else ""
+            raise ValidationError(f"'namespaces' belongs to kind namespace{why}", field="namespaces")
         return None
     if given is None:
         raise ValidationError("'namespaces' is required for kind namespace", field="namespaces")

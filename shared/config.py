@@ -142,6 +142,8 @@ class HubConfig(CommonConfig):
     feed_interval_s: float = 3.0
     # dump bootstraps (docs/dumps.md): dump files one node reads at once (an ingest keeps a core busy)
     dump_files_per_node: int = 1
+    # category sets (docs/sets.md): seconds between two listings of a category's members
+    members_interval_s: float = 300.0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> "HubConfig":
@@ -170,6 +172,7 @@ class HubConfig(CommonConfig):
             report_page_items=get(env, "BW_REPORT_PAGE_ITEMS", _positive_int, cls.report_page_items),
             feed_interval_s=get(env, "BW_FEED_INTERVAL_S", _non_negative_float, cls.feed_interval_s),
             dump_files_per_node=get(env, "BW_DUMP_FILES_PER_NODE", _positive_int, cls.dump_files_per_node),
+            members_interval_s=get(env, "BW_MEMBERS_INTERVAL_S", _positive_float, cls.members_interval_s),
         )
 
 

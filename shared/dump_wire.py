@@ -91,11 +91,13 @@ class DumpDuty:
     content: bool = False
     resume: Resume = Resume()
     namespaces: tuple[int, ...] | None = None     # only the pages of these namespaces; None: every page
+    page_ids: tuple[int, ...] | None = None       # only these pages (a category set's members); None: every page
 
     def to_dict(self) -> dict:
-        body = _without_none({**asdict(self), "resume": self.resume.to_dict()}, ("dbname", "namespaces"))
-        if self.namespaces is not None:
-            body["namespaces"] = list(self.namespaces)
+        body = _without_none({**asdict(self), "resume": self.resume.to_dict()}, ("dbname", "namespaces", "page_ids"))
+        for name in ("namespaces", "page_ids"):
+            if getattr(self, name) is not None:
+                body[name] = list(getattr(self, name))
         return body
 
     @classmethod
@@ -107,7 +109,7 @@ class DumpDuty:
                    wiki=required(body, "wiki", str), dbname=required(body, "dbname", str, optional=True),
                    content=required(body, "content", bool, optional=True, default=False),
                    resume=Resume.from_dict(required(body, "resume", dict, optional=True, default={})),
-                   namespaces=_namespaces(body))
+                   namespaces=_namespaces(body), page_ids=_page_ids(body))
 
 
 @dataclass(frozen=True)
@@ -209,6 +211,15 @@ def _namespaces(body: object) -> tuple[int, ...] | None:
         return None
     if not given or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in given):
         raise ValidationError("'namespaces' must be a list of namespace numbers", field="namespaces")
+    return tuple(given)
+
+
+def _page_ids(body: object) -> tuple[int, ...] | None:
+    given = required(body, "page_ids", list, optional=True)
+    if given is None:
+        return None
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in given):
+        raise ValidationError("'page_ids' must be a list of page ids", field="page_ids")
     return tuple(given)
 
 

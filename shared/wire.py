@@ -13,6 +13,7 @@ from typing import Iterable, Mapping
 
 from shared.errors import BlackWidowError, PayloadTooLarge, ValidationError
 from shared.dump_wire import CatchUpDuty, CatchUpReport, DumpDuty, DumpReport
+from shared.members_wire import MembersDuty, MembersReport
 from shared.feed_wire import FeedDuty, FeedReport, Nudge
 from shared.states import SubState
 from shared.wire_fields import keyed, listed, required, strings
@@ -437,6 +438,8 @@ class StatusReport:
     # how far the dump files this node was given got (shared.dump_wire), on a report's first page
     dumps: Mapping[str, DumpReport] = field(default_factory=dict)
     catch_up: Mapping[str, CatchUpReport] = field(default_factory=dict)     # {set id: report}, first page too
+    # the category listings this node reads (shared.members_wire), first page too
+    members: Mapping[str, MembersReport] = field(default_factory=dict)     # {set id: report}
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -446,6 +449,7 @@ class StatusReport:
         d.pop("feeds")
         d.pop("dumps")
         d.pop("catch_up")
+        d.pop("members")
         if self.identities:      # absent when the node holds no identity-paced subscription
             d["identities"] = {key: use.to_dict() for key, use in self.identities.items()}
         if self.feeds:           # absent when the node reads no feed
@@ -454,6 +458,8 @@ class StatusReport:
             d["dumps"] = {file_id: report.to_dict() for file_id, report in self.dumps.items()}
         if self.catch_up:
             d["catch_up"] = {set_id: report.to_dict() for set_id, report in self.catch_up.items()}
+        if self.members:
+            d["members"] = {set_id: report.to_dict() for set_id, report in self.members.items()}
         for name in ("next", "token"):
             if d[name] is None:
                 d.pop(name)
@@ -487,6 +493,7 @@ class StatusReport:
             feeds=keyed(body, "feeds", FeedReport.from_dict),
             dumps=keyed(body, "dumps", DumpReport.from_dict),
             catch_up=keyed(body, "catch_up", CatchUpReport.from_dict),
+            members=keyed(body, "members", MembersReport.from_dict),
         )
 
 
@@ -550,6 +557,7 @@ class Poll:
     # the dump files this node reads (shared.dump_wire), on a poll's first request only
     dumps: tuple[DumpDuty, ...] = ()
     catch_up: tuple[CatchUpDuty, ...] = ()
+    members: tuple[MembersDuty, ...] = ()       # the category listings it reads (shared.members_wire)
 
     def to_dict(self) -> dict:
         body: dict = {"node_id": self.node_id, "assigned": list(self.assigned)}
@@ -571,6 +579,8 @@ class Poll:
             body["dumps"] = [duty.to_dict() for duty in self.dumps]
         if self.catch_up:
             body["catch_up"] = [duty.to_dict() for duty in self.catch_up]
+        if self.members:
+            body["members"] = [duty.to_dict() for duty in self.members]
         return body
 
     @classmethod
@@ -596,7 +606,8 @@ class Poll:
                    changes=listed(body, "changes", Nudge.from_dict),
                    followed=tuple(strings(body, "followed")),
                    dumps=listed(body, "dumps", DumpDuty.from_dict),
-                   catch_up=listed(body, "catch_up", CatchUpDuty.from_dict))
+                   catch_up=listed(body, "catch_up", CatchUpDuty.from_dict),
+                   members=listed(body, "members", MembersDuty.from_dict))
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from shared.logging import setup_logging
 from shared.metrics_listener import metrics_port
 from shared.revisions.store import RevisionStore
 from spawn.catch_up import CatchUpReaders
+from spawn.category_members import MembersReaders
 from spawn.dump_duties import DumpRunners
 from spawn.hub_client import HubClient
 from spawn.metrics import SpawnMetrics
@@ -63,7 +64,7 @@ def build_node(config: SpawnConfig, *, store: RevisionStore, metrics: SpawnMetri
                     timeout=(5.0, 10.0))
     return Node(registry, hub, advertise_url=config.advertise_url, detach_after_s=config.detach_after_s,
                 metrics=metrics, budgets=budgets, feeds=feeds, followed=wikis.followed, dumps=dumps,
-                catch_up=CatchUpReaders(wikis.client, store))
+                catch_up=CatchUpReaders(wikis.client, store), members=MembersReaders(wikis.client))
 
 
 _lock = threading.Lock()

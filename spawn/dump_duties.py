@@ -67,7 +67,7 @@ class DumpRunner:
                                                                 revisions=r.revisions)})
         ingest = DumpIngest([duty.url], wiki=wiki_key(duty.wiki), store=store, checkpoint=checkpoint, http=http,
                             expected=expected_site(duty), content=duty.content, batch=batch, stop=self._stop,
-                            namespaces=duty.namespaces)
+                            namespaces=duty.namespaces, page_ids=duty.page_ids)
         # cumulative over every node that read the file: the hub's resume point counts what the others wrote
         fp = ingest.progress.files[0]
         fp.pages_written, fp.revisions_written = r.pages, r.revisions

@@ -133,13 +133,16 @@ class DumpIngest:
                  http: Session, expected: ExpectedSite = ExpectedSite(), content: bool = False,
                  timeout: tuple[float, float] = (10.0, 60.0), batch: int = BATCH,
                  checkpoint_every: float = CHECKPOINT_EVERY, writers: int = WRITERS,
-                 stop: threading.Event | None = None, namespaces: Iterable[int] | None = None):
+                 stop: threading.Event | None = None, namespaces: Iterable[int] | None = None,
+                 page_ids: Iterable[int] | None = None):
         self.wiki, self.store, self.checkpoint, self.http = wiki, store, checkpoint, http
         self.expected, self.content, self.timeout = expected, content, timeout
         self.batch, self.checkpoint_every, self.writers = batch, checkpoint_every, writers
         self.stop = stop or threading.Event()
         # only the pages of these namespaces are written (a `namespace` set); None: every page
         self.namespaces = None if namespaces is None else frozenset(namespaces)
+        # only these pages are written (a `category` set's members); None: every page
+        self.page_ids = None if page_ids is None else frozenset(page_ids)
         self.progress = DumpProgress([FileProgress(s) for s in sources])
         # held while a file's resume point and written counts move together: figures() reads them on another thread
         self._figures = threading.Lock()
@@ -150,6 +153,11 @@ class DumpIngest:
         fp = self.progress.files[index]
         with self._figures:
             return replace(self.checkpoint.of(fp.source)), replace(fp)
+
+    def _wanted(self, ns: int, page_id: int) -> bool:
+        """Whether a page of the file is one of the set's (its namespaces, its members)."""
+        return ((self.namespaces is None or ns in self.namespaces)
+                and (self.page_ids is None or page_id in self.page_ids))
 
     def run(self) -> bool:
         """True when every file is done; False when stopped early."""
@@ -229,7 +237,7 @@ class DumpIngest:
                     raise DumpCorrupt(f"page {position} of the file is id {page.id}, the checkpoint says "
                                       f"{cp.last_page_id}: the file changed since")
                 continue
-            if self.namespaces is not None and int(page.namespace) not in self.namespaces:
+            if not self._wanted(int(page.namespace), int(page.id)):
                 continue
             rows = [to_row(self.wiki, page, rev, self.content) for rev in page]
             fp.revisions_read += len(rows)

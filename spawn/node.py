@@ -15,6 +15,7 @@ from shared.hashing import node_id_for
 from shared.wire import Poll, RegistrationAck, ReportPage, StatusReport, SubscriptionSpec, SubscriptionStatus
 from spawn import poll_rounds, report_delta
 from spawn.catch_up import CatchUpReaders
+from spawn.category_members import MembersReaders
 from spawn.dump_duties import DumpRunners
 from spawn.feed_reader import FeedReaders, FollowedWikis
 from spawn.health import Attachment, SpawnHealth, spawn_health
@@ -41,13 +42,14 @@ class Node:
                  metrics: SpawnMetrics | None = None, backoff: Backoff | None = None, clock=time.monotonic,
                  wait=None, budgets: UpstreamBudgets | None = None, feeds: FeedReaders | None = None,
                  followed: FollowedWikis | None = None, dumps: DumpRunners | None = None,
-                 catch_up: CatchUpReaders | None = None):
+                 catch_up: CatchUpReaders | None = None, members: MembersReaders | None = None):
         self.registry = registry
         self.budgets = budgets          # upstream budgets per wiki identity (None: no identity pacing)
         self.feeds = feeds              # the change feeds this node reads for the cluster (None: none)
         self.followed = followed or FollowedWikis()
         self.dumps = dumps              # the dump files this node reads for the cluster (None: none)
         self.catch_up = catch_up        # the sets whose wiki this node reads on from their dump (None: none)
+        self.members = members          # the category sets whose members this node lists (None: none)
         self.hub = hub
         self.advertise_url = advertise_url.rstrip("/")
         self.node_id = node_id_for(self.advertise_url)
@@ -96,6 +98,8 @@ class Node:
                     self.dumps.apply(poll.dumps)
                 if self.catch_up is not None:
                     self.catch_up.apply(poll.catch_up)
+                if self.members is not None:
+                    self.members.apply(poll.members)
             if poll.changes:
                 self._nudge(poll.changes)
             self._round, complete = poll_rounds.receive(self._round, poll.page, poll.assigned)
@@ -172,7 +176,8 @@ class Node:
                             token=token, delta=delta, removed=removed,
                             feeds=self.feeds.reports() if self.feeds is not None and first else {},
                             dumps=self.dumps.reports() if self.dumps is not None and first else {},
-                            catch_up=self.catch_up.reports() if self.catch_up is not None and first else {})
+                            catch_up=self.catch_up.reports() if self.catch_up is not None and first else {},
+                            members=self.members.reports() if self.members is not None and first else {})
 
     def attachment(self) -> Attachment:
         failure = self._registration_failure
@@ -203,6 +208,8 @@ class Node:
             self.dumps.stop()
         if self.catch_up is not None:
             self.catch_up.stop()
+        if self.members is not None:
+            self.members.stop()
         self.followed.update(())
         self.attached = False
         self.metrics.attached.set(0)
@@ -275,5 +282,7 @@ class Node:
             self.dumps.stop()
         if self.catch_up is not None:
             self.catch_up.stop()
+        if self.members is not None:
+            self.members.stop()
         for t in self._threads:
             t.join(2.0)

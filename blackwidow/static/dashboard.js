@@ -231,13 +231,20 @@
     return el("span", (s / 3600).toFixed(1) + " h");
   }
 
+  // what part of the wiki a set holds: a category with its pages, some namespaces, or all of it
+  function setScope(s) {
+    if (s.category) return " · " + s.category + " (" + count(s.members.pages) + " pages)";
+    if (s.namespaces) return " · namespaces " + s.namespaces.join(", ");
+    return "";
+  }
+
   function renderSets(data) {
     fillTable("sets", data.sets.map((s) => {
       const p = s.progress;
       const failed = s.files.find((f) => f.error);
       return row([
         cell(shortId(s.id)),
-        cell(withTitle(el("span", wikiHost(s.wiki)), s.wiki), "name"),
+        cell(withTitle(el("span", wikiHost(s.wiki) + setScope(s)), s.wiki), "name"),
         cell(chip(label(s.state), s.state)),
         cell(count(p.files_done) + " / " + count(p.files), "num"),
         cell(count(p.revisions_written), "num"),

@@ -11,7 +11,10 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from blackwidow.dump_plan import CatchUpState, FileState
+from blackwidow.members_plan import ListingState
 from blackwidow.models import DumpFile, Tenant, WikiSet
+from blackwidow.store import members as members_store
+from blackwidow.store import subscriptions as subscriptions_store
 from blackwidow.store.pagination import as_utc
 from shared.dump_wire import DONE, FAILED, READING, DumpReport, Resume
 from shared.errors import ValidationError
@@ -21,14 +24,16 @@ MAX_ERROR = 500
 
 def create_set(session: Session, *, tenant_id: str, wiki: str, kind: str, dumps: Sequence[str],
                dbname: str | None, content: bool, parallel: int, enabled: bool = True,
-               dumped_at: datetime | None = None, namespaces: Sequence[int] | None = None) -> SetView:
+               dumped_at: datetime | None = None, namespaces: Sequence[int] | None = None,
+               category: str | None = None, depth: int | None = None) -> SetView:
     """Raises ValidationError naming tenant_id for an unknown tenant."""
     if session.get(Tenant, tenant_id) is None:
         raise ValidationError(f"no tenant {tenant_id}", field="tenant_id")
     row = WikiSet(id=str(uuid.uuid4()), tenant_id=tenant_id, wiki=wiki, kind=kind, dbname=dbname, content=content,
                   namespaces=None if namespaces is None else "|".join(str(n) for n in namespaces),
                   parallel=parallel, enabled=enabled, dumped_at=dumped_at, catchup_revisions=0, catchup_current=0,
-                  catchup_requests=0)
+                  catchup_requests=0, category=category, depth=depth, members_next_part=0, members_total=0,
+                  members_requests=0, members_dirty=False)
     session.add(row)
     session.flush()             # the set before its files: their foreign key names it
     for position, url in enumerate(dumps):
@@ -36,17 +41,20 @@ def create_set(session: Session, *, tenant_id: str, wiki: str, kind: str, dumps:
                              pages=0, revisions=0, bytes_read=0, revisions_read=0, revisions_per_s=0.0,
                              bytes_per_s=0.0, attempts=0))
     session.flush()
-    return _set_view(row, session.scalars(sa.select(DumpFile).where(DumpFile.set_id == row.id)).all())
+    return _set_view(session, row, session.scalars(sa.select(DumpFile).where(DumpFile.set_id == row.id)).all())
 
 
 def load_files(session: Session) -> dict[str, FileState]:
-    """Every file with work left (not done), with its set's settings: what a tick plans over."""
+    """Every file with work left (not done), with its set's settings: what a tick plans over. A category set's
+    files read only its members, and wait until its members are listed."""
     rows = session.execute(sa.select(DumpFile, WikiSet).join(WikiSet, DumpFile.set_id == WikiSet.id)
-                           .where(DumpFile.state != DONE))
-    return {f.id: _state(f, s) for f, s in rows}
+                           .where(DumpFile.state != DONE)).all()
+    categories = {s.id for _, s in rows if s.kind == members_store.CATEGORY and s.members_digest is not None}
+    members = members_store.member_page_ids(session, categories)
+    return {f.id: _state(f, s, members.get(s.id, ())) for f, s in rows}
 
 
-def _state(f: DumpFile, s: WikiSet) -> FileState:
+def _state(f: DumpFile, s: WikiSet, members: tuple[int, ...] = ()) -> FileState:
     report = None
     if f.reported_at is not None:
         report = DumpReport(file_id=f.id, state=f.state if f.state in (DONE, FAILED) else READING,
@@ -57,7 +65,9 @@ def _state(f: DumpFile, s: WikiSet) -> FileState:
                      content=s.content, enabled=s.enabled, parallel=s.parallel, state=f.state, node=f.node_id,
                      resume=Resume(f.pages, f.last_page_id, f.revisions), attempts=f.attempts,
                      retry_at=_aware(f.retry_at), error=f.error, report=report, reported_at=_aware(f.reported_at),
-                     finished_at=_aware(f.finished_at), namespaces=namespaces_of(s))
+                     finished_at=_aware(f.finished_at), namespaces=namespaces_of(s),
+                     page_ids=members if s.kind == members_store.CATEGORY else None,
+                     listed=s.kind != members_store.CATEGORY or s.members_digest is not None)
 
 
 def namespaces_of(s: WikiSet) -> tuple[int, ...] | None:
@@ -90,8 +100,9 @@ def save_files(session: Session, files: Mapping[str, FileState], before: Mapping
 def load_catch_ups(session: Session) -> dict[str, CatchUpState]:
     """The enabled sets whose dump's date is known and whose every file is written: the catch-ups a tick runs."""
     unfinished = sa.select(DumpFile.id).where(DumpFile.set_id == WikiSet.id, DumpFile.state != DONE).exists()
+    # a category set's pages follow their wiki through its subscriptions (blackwidow.store.members)
     rows = session.scalars(sa.select(WikiSet).where(WikiSet.enabled.is_(True), WikiSet.dumped_at.is_not(None),
-                                                    ~unfinished))
+                                                    WikiSet.kind != members_store.CATEGORY, ~unfinished))
     return {s.id: c for s in rows for c in (_catch_up(s),) if c is not None}
 
 
@@ -154,6 +165,8 @@ class SetView:
     dumped_at: datetime | None = None
     catch_up: CatchUpState | None = None     # where the catch-up stands (None: the dump's date is unknown)
     namespaces: tuple[int, ...] | None = None
+    listing: ListingState | None = None      # kind category: where its listing stands
+    members: Mapping[str, int] | None = None     # kind category: its members and their subscriptions' states
 
 
 def _file_view(f: DumpFile) -> FileView:
@@ -162,17 +175,20 @@ def _file_view(f: DumpFile) -> FileView:
                     _aware(f.reported_at), _aware(f.finished_at))
 
 
-def _set_view(s: WikiSet, files: Sequence[DumpFile]) -> SetView:
+def _set_view(session: Session, s: WikiSet, files: Sequence[DumpFile]) -> SetView:
+    category = s.kind == members_store.CATEGORY
     return SetView(s.id, s.tenant_id, s.wiki, s.kind, s.dbname, s.content, s.enabled, s.parallel,
                    as_utc(s.created_at), tuple(_file_view(f) for f in sorted(files, key=lambda f: f.position)),
-                   _aware(s.dumped_at), _catch_up(s), namespaces_of(s))
+                   _aware(s.dumped_at), None if category else _catch_up(s), namespaces_of(s),
+                   members_store.listing_state(s) if category else None,
+                   members_store.counts(session, s.id) if category else None)
 
 
 def get_set(session: Session, set_id: str) -> SetView | None:
     row = session.get(WikiSet, set_id)
     if row is None:
         return None
-    return _set_view(row, session.scalars(sa.select(DumpFile).where(DumpFile.set_id == set_id)).all())
+    return _set_view(session, row, session.scalars(sa.select(DumpFile).where(DumpFile.set_id == set_id)).all())
 
 
 def list_sets(session: Session, tenant_id: str | None = None) -> list[SetView]:
@@ -184,7 +200,7 @@ def list_sets(session: Session, tenant_id: str | None = None) -> list[SetView]:
     if sets:
         for f in session.scalars(sa.select(DumpFile).where(DumpFile.set_id.in_([s.id for s in sets]))):
             files.setdefault(f.set_id, []).append(f)
-    return [_set_view(s, files.get(s.id, [])) for s in sets]
+    return [_set_view(session, s, files.get(s.id, [])) for s in sets]
 
 
 def set_enabled(session: Session, set_id: str, enabled: bool) -> SetView | None:
@@ -192,6 +208,8 @@ def set_enabled(session: Session, set_id: str, enabled: bool) -> SetView | None:
     if row is None:
         return None
     row.enabled = enabled
+    for sub in members_store.owned_subscriptions(session, set_id):
+        subscriptions_store.update_subscription(session, sub.id, {"enabled": enabled})
     session.flush()
     return get_set(session, set_id)
 
@@ -202,6 +220,7 @@ def delete_set(session: Session, set_id: str) -> bool:
     if row is None:
         return False
     session.execute(sa.delete(DumpFile).where(DumpFile.set_id == set_id))
+    members_store.remove_set(session, set_id)
     session.delete(row)
     return True
 

@@ -51,16 +51,19 @@ def create_subscriptions(session, news: list[NewSubscription]) -> list[Subscript
     errors = _refusals(session, news)
     if errors:
         raise ItemsInvalid(errors)
-    return _insert(session, news)
+    return insert(session, news)
 
 
-def _insert(session, news: list[NewSubscription]) -> list[Subscription]:
+def insert(session, news: list[NewSubscription], set_id: str | None = None) -> list[Subscription]:
+    """The rows, unchecked (create_subscriptions checks); `set_id`: the category set that makes them."""
+    if not news:
+        return []
     now = utcnow()
     # One microsecond apart, so that listings (ordered by created_at, id) keep the request's order.
     stamps = [now + timedelta(microseconds=i) for i in range(len(news))]
     subs = [Subscription(id=str(uuid.uuid4()), tenant_id=n.tenant_id, wiki=n.wiki, title=n.title,
                          source_uuid=n.source_uuid, quota=n.quota, content=n.content, enabled=n.enabled,
-                         state="pending" if n.enabled else "disabled", revisions=0,
+                         state="pending" if n.enabled else "disabled", revisions=0, set_id=set_id,
                          created_at=at, updated_at=at)
             for n, at in zip(news, stamps)]
     session.add_all(subs)
@@ -91,7 +94,7 @@ def create_pages(session, request: title_lists.PagesRequest) -> dict:
             .where(Subscription.tenant_id == request.tenant_id,
                    Subscription.source_uuid.in_(sources[start:start + _LOOKUP_CHUNK]))))
     decided = title_lists.plan(request, held)
-    subs = _insert(session, [new for _, new in decided.creates])
+    subs = insert(session, [new for _, new in decided.creates])
     return title_lists.result(request, decided, [s.id for s in subs])
 
 

@@ -83,7 +83,7 @@ def test_thousands_of_titles_in_one_call(api, tenant):
     ({"tenant_id": GHOST}, 422, "tenant_id"),
     ({"wiki": "http://169.254.169.254/api.php"}, 422, "wiki"),
     ({"title": "A"}, 422, "title"),
-    ({"kind": "category"}, 422, "kind"),
+    ({"kind": "tag"}, 422, "kind"),
 ])
 def test_a_malformed_request_is_refused_whole(api, tenant, extra, status, field):
     resp = pages(api, tenant, **{"titles": ["A"], **extra})

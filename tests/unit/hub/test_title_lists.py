@@ -65,7 +65,7 @@ def test_the_kind_of_a_subscription_body(body_, kind):
     assert validation.subscription_kind(body_) == kind
 
 
-@pytest.mark.parametrize("kind", ["category", "Pages", 1, None])
+@pytest.mark.parametrize("kind", ["tag", "Category", "Pages", 1, None])
 def test_an_unknown_kind_names_the_field(kind):
     with pytest.raises(ValidationError) as err:
         validation.subscription_kind({"kind": kind})

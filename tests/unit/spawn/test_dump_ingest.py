@@ -460,3 +460,19 @@ def test_a_namespace_set_writes_only_its_namespaces_and_resumes_past_the_others(
     assert run.progress.files[0].revisions_written == 4
     cp = run.checkpoint.of(str(path))
     assert (cp.done, cp.pages, cp.last_page_id, cp.revisions) == (True, 4, 4, 4)     # position in the file
+
+
+@pytest.mark.parametrize("namespaces, page_ids, kept", [
+    (None, [2, 5], [2, 5]),             # a category set: its members only
+    (None, [], []),                     # a category without members: nothing
+    ([1], [2, 3], [3]),                 # both filters hold
+])
+def test_a_category_set_writes_only_its_members(store, tmp_path, namespaces, page_ids, kept):
+    talk = page_xml(3, 2).replace("<ns>0</ns>", "<ns>1</ns>")
+    path = tmp_path / "members.xml"
+    path.write_text(dump_xml(pages(1, 2, 2) + talk + pages(4, 2, 2)), encoding="utf-8")
+    run = ingest([path], store, tmp_path, namespaces=namespaces, page_ids=page_ids)
+    assert run.run() is True
+    assert sorted({r.page_id for r in store.revisions(WIKI)}) == kept
+    # the resume point is the file position of the last page written (pages 1-5 are at positions 1-5)
+    assert run.checkpoint.of(str(path)).pages == max(kept, default=0)
