@@ -52,14 +52,16 @@ def split_dump(edge, chwiki):
 
 @contextmanager
 def cluster(postgres_url: str, name: str, run_dir: Path, keyspace: str, *, hub_hosts: str,
-            spawn_hosts: str) -> Iterator[tuple[HubProcesses, list[SpawnProcess]]]:
-    """A hub on PostgreSQL schema `name` and two spawns writing to `keyspace`; stopped after."""
-    hub = make_hub(postgres_url, name, run_dir, {"BW_WIKI_ALLOWLIST": hub_hosts})
+            spawn_hosts: str, hub_env: dict | None = None,
+            spawn_env: dict | None = None) -> Iterator[tuple[HubProcesses, list[SpawnProcess]]]:
+    """A hub on PostgreSQL schema `name` and two spawns writing to `keyspace` (`hub_env`, `spawn_env`: more of
+    their settings); stopped after."""
+    hub = make_hub(postgres_url, name, run_dir, {"BW_WIKI_ALLOWLIST": hub_hosts, **(hub_env or {})})
     nodes: list[SpawnProcess] = []
     try:
         hub.start("first")
         nodes = start_nodes(hub, run_dir, 2, {"BW_CASSANDRA_HOSTS": "127.0.0.1", "BW_CASSANDRA_KEYSPACE": keyspace,
-                                              "BW_WIKI_ALLOWLIST": spawn_hosts})
+                                              "BW_WIKI_ALLOWLIST": spawn_hosts, **(spawn_env or {})})
         yield hub, nodes
     finally:
         for node in nodes:
