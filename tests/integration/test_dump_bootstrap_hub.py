@@ -247,11 +247,35 @@ def test_a_wiki_from_its_own_dump_is_caught_up_and_followed(
 
 def test_a_namespace_of_a_wiki_from_its_own_dump(
         postgres_url, edge, writable_wiki, own_dump, cassandra_session, keyspace, tmp_path):
-    """kind namespace: only the project namespace's pages are written, from the dump and from the catch-up."""
+    """kind namespace: only the project namespace's pages are written, from the dump and from the catch-up; then a
+    page joins the namespace (made in it) and one leaves it (moved to the main namespace) while the set follows."""
     with cluster(postgres_url, "namespace", tmp_path, keyspace, hub_hosts=own_dump.hosts,
                  spawn_hosts=own_dump.hosts) as (hub, _):
         set_path = _own_dump_set(hub, edge, own_dump, kind="namespace", namespaces=[4])
         wait_for(lambda: hub.get(set_path)["state"] == "following", 180, 0.2, "the set caught up")
         truth = api_truth(writable_wiki, namespace=4)
         assert {r["ns"] for r in truth.values()} == {4} and set(own_dump.after[2:]) <= set(truth)
-        assert stored_fields(CassandraRevisionStore(cassandra_session, keyspace), own_dump.wiki_host) == truth
+        store = CassandraRevisionStore(cassandra_session, keyspace)
+        assert stored_fields(store, own_dump.wiki_host) == truth
+
+        leaving = truth[own_dump.after[2]]
+        # the project namespace's local name prefixes its titles: the part after it names a main-namespace page
+        own_dump.admin.move(leaving["title"], f"{leaving['title'].split(':', 1)[1]} moved out", leave_redirect=False)
+        joined = own_dump.admin.edit(f"Project:{writable_wiki.unique_title('Joins')}", "made in the namespace")
+
+        seen: list = []
+
+        def followed() -> bool:
+            stored = stored_fields(store, own_dump.wiki_host)
+            held = {r: f for r, f in stored.items() if f["page_id"] != leaving["page_id"]}
+            now = api_truth(writable_wiki, namespace=4)
+            seen[:] = [sorted(set(held) ^ set(now)), [(r, held[r], now[r]) for r in held.keys() & now.keys()
+                                                      if held[r] != now[r]][:3]]
+            return joined in stored and held == now
+        try:
+            wait_for(followed, 60, 0.5, "the page made in the namespace stored, and nothing of the one that left")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}: {seen}") from None
+        # what was stored of the page that left stays; its move, outside the namespace, is not the set's
+        left = {r for r, f in stored_fields(store, own_dump.wiki_host).items() if f["page_id"] == leaving["page_id"]}
+        assert left == {r for r, f in truth.items() if f["page_id"] == leaving["page_id"]}
