@@ -146,6 +146,19 @@ def test_the_tenants_own_subscription_is_counted_and_never_removed(api, tenant, 
     assert list(subscribed(api, tenant)) == ["Guam"]
 
 
+def test_a_member_whose_own_subscription_the_tenant_deletes_gets_the_sets_at_the_next_listing(api, tenant, cluster):
+    _, wiki, _, tick = cluster
+    own = api.simulate_post("/v1/subscriptions",
+                            json={"tenant_id": tenant["id"], "wiki": LOCAL_WIKI, "title": "Guam"}).json
+    create(api, tenant)
+    tick()
+    assert api.simulate_delete(f"/v1/subscriptions/{own['id']}").status_code == 204
+    wiki.members = {1: "Guam", 2: "Saipan"}          # the next listing differs, so the set follows it again
+    tick()
+    subs = subscribed(api, tenant)
+    assert sorted(subs) == ["Guam", "Saipan"] and subs["Guam"] != own["id"]
+
+
 def test_two_tenants_sets_share_each_pages_source(api, tenant, cluster):
     _, _, _, tick = cluster
     other = api.simulate_post("/v1/tenants", json={"name": "other", "quota": None}).json
