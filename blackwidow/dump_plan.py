@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Callable, Iterable, Mapping, Protocol, TypeVar
+from typing import Any, Callable, Iterable, Mapping, Protocol, TypeVar
 
 from shared.dump_wire import (DONE, FAILED, CatchUpDuty, CatchUpReport, DumpDuty, DumpReport, Resume, parse_time,
                               wire_time)
@@ -186,16 +186,26 @@ class CatchUpState:
 def readers(sets: Mapping[str, CatchUpState], live: Iterable[str]) -> dict[str, CatchUpState]:
     """Each catch-up with a live reader: its node while it lives, else the live node reading the fewest. A new
     reader starts its count at 0; what the last one wrote is kept."""
+    return placed_readers(sets, live, lambda s, node: replace(s, node=node, revisions=s.revisions + s.current,
+                                                              current=0))
+
+
+S = TypeVar("S", bound="Placed[Any]")
+
+
+def placed_readers(states: Mapping[str, S], live: Iterable[str], moved: Callable[[S, str | None], S]
+                   ) -> dict[str, S]:
+    """Each reader's state with a live node: its node (`.node`) while it lives, else the live node running the
+    fewest readers, given by `moved(state, node)`."""
     live = frozenset(live)
-    out = dict(sets)
+    out = dict(states)
     load = {node: 0 for node in live}
-    for s in sets.values():
+    for s in states.values():
         if s.node in load:
             load[s.node] += 1
-    for sid, s in sorted(sets.items()):
-        if s.node in live:
-            continue
-        out[sid] = replace(s, node=least_loaded(sid, load), revisions=s.revisions + s.current, current=0)
+    for sid, s in sorted(states.items()):
+        if s.node not in live:
+            out[sid] = moved(s, least_loaded(sid, load))
     return out
 
 

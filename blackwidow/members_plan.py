@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Iterable, Mapping
 
-from blackwidow.dump_plan import least_loaded, per_node
+from blackwidow.dump_plan import per_node, placed_readers
 from shared.dump_wire import DONE, FAILED, parse_time
 from shared.hashing import wiki_key
 from shared.members_wire import Member, MembersDuty, MembersReport
@@ -52,16 +52,7 @@ class Intake:
 
 def readers(listings: Mapping[str, ListingState], live: Iterable[str]) -> dict[str, ListingState]:
     """Each listing with a live node: its node while it lives, else the live node listing the fewest."""
-    live = frozenset(live)
-    out = dict(listings)
-    load = {node: 0 for node in live}
-    for s in listings.values():
-        if s.node in load:
-            load[s.node] += 1
-    for sid, s in sorted(listings.items()):
-        if s.node not in live:
-            out[sid] = replace(s, node=least_loaded(sid, load))
-    return out
+    return placed_readers(listings, live, lambda s, node: replace(s, node=node))
 
 
 def duties(listings: Mapping[str, ListingState], interval_s: float) -> dict[str, tuple[MembersDuty, ...]]:
