@@ -44,6 +44,8 @@ class SchedulerMetrics:
                                      "it", ["wiki"], registry=r)
         self.feed_gaps = Counter("bw_hub_feed_gaps", "Spans a wiki's feed no longer covered (its pages were "
                                  "checked one by one)", ["wiki"], registry=r)
+        self.budget_rounds = Counter("bw_hub_budget_rounds", "Budget rounds run between ticks (slot handovers "
+                                     "without waiting for a poll)", registry=r)
         self.keepalives = Counter("bw_hub_keepalives", "Keepalives sent to nodes between polls, by result (ok, "
                                   "failed)", ["result"], registry=r)
 

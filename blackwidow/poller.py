@@ -50,6 +50,8 @@ class PollerState:
     fence: fencing.Fence | None = None
     # {node id: its latest StatusReport.identities}: the upstream demand the next budgets serve
     uses: dict[str, Mapping[str, IdentityUse]] = field(default_factory=dict)
+    # {node id: {identity id: the Budget it was last sent}}: what a budget round compares its plan with
+    sent: dict[str, dict[str, Budget]] = field(default_factory=dict)
     # {node id: its last report received whole}: the next poll asks only for what changed since
     reports: dict[str, "Known"] = field(default_factory=dict)
     # the snapshot as of change number `seq` (blackwidow.store.changes), read again only where it changed
@@ -90,6 +92,7 @@ class TickResult:
     stages: Mapping[str, float] = field(default_factory=dict)
     reasons: Mapping[str, int] = field(default_factory=dict)     # puts and drops by reason (reload.Plan)
     looked_at: int | None = None     # subscriptions a scoped tick looked at (None: every one; tick_scope)
+    nudged: frozenset[str] = frozenset()     # nodes that took change-feed nudges this tick
 
 
 @without_cyclic_gc
@@ -149,6 +152,9 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
     stages.end("feeds")
     state.uses = {nid: r.identities for nid, r in polled.reports.items()} | \
         {nid: use for nid, use in state.uses.items() if nid in polled.failed}
+    state.sent = {nid: {**state.sent.get(nid, {}),
+                        **(upstream_tick.budgets_for(budgets, nid) if nid in polled.reports else {})}
+                  for nid in live_ids if nid in polled.reports or nid in state.sent}
     rules = Rules.of(config)
     scope = tick_scope.scope(state.carry, routed_over=state.routed_nodes, live=liveness(snap, polled, rules)[1],
                              leased=leasing.leased_tenants(before), written=written, reported=polled.changed)
@@ -208,7 +214,8 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
                         sent=sum(o.ok for o in puts), send_failures=sum(not o.ok for o in puts),
                         dropped=sum(o.ok for o in drops), drop_failures=sum(not o.ok for o in drops),
                         adopted=len(plan.adopts), seconds=time.monotonic() - started, stages=stages.seconds,
-                        reasons=plan.reasons, looked_at=len(scope) if scope is not None else None)
+                        reasons=plan.reasons, looked_at=len(scope) if scope is not None else None,
+                        nudged=frozenset(n for nodes in pushed.values() for n in nodes))
     metrics.tick_seconds.observe(result.seconds)
     metrics.ticks.labels("whole" if scope is None else "scoped").inc()
     metrics.tick_looked_at.set(len(snap.subscriptions) if scope is None else len(scope))

@@ -9,6 +9,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from datetime import datetime, timezone
 from typing import Callable
 
@@ -18,7 +19,7 @@ from prometheus_client import start_http_server
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from blackwidow import fencing, keepalive, leadership, migrate
+from blackwidow import budget_rounds, fencing, keepalive, leadership, migrate
 from blackwidow.db import make_sessionmaker
 from blackwidow.metrics import SchedulerMetrics
 from blackwidow.poller import PollerState, poll_once
@@ -82,6 +83,17 @@ def run_as_leader(lock, tick, interval_s: float, stop: threading.Event) -> None:
     scheduler.start()
 
 
+def tick_and_rounds(sessionmaker, client: SpawnClient, config: HubConfig, state: PollerState,
+                    metrics: SchedulerMetrics) -> None:
+    """A tick, then budget rounds (blackwidow.budget_rounds) until shortly before the next tick is due: a round
+    still running then would make APScheduler skip that tick."""
+    began = time.monotonic()
+    result = poll_once(sessionmaker, client, config, state=state, metrics=metrics)
+    deadline = began + config.poll_interval_s - max(config.budget_round_s, 0.1 * config.poll_interval_s)
+    metrics.budget_rounds.inc(budget_rounds.run(sessionmaker, client, config, state, deadline=deadline,
+                                                nudged=result.nudged))
+
+
 def _step_down(sessionmaker, lock, state: PollerState, stop: threading.Event) -> None:
     """After leading: on a clean stop say so (no holder: /health stops reporting a leader); when deposed
     or the lock was lost, give the lock up so this process rejoins as a standby."""
@@ -140,7 +152,7 @@ def serve(config: HubConfig, stop: threading.Event, metrics: SchedulerMetrics) -
             state = PollerState()        # a new leader claims an epoch and learns the node set from the database
             alive, leading = keepalive.start(config, USER_AGENT, live_nodes(sessionmaker), metrics.keepalive_round)
             try:
-                run_as_leader(lock, lambda: poll_once(sessionmaker, client, config, state=state, metrics=metrics),
+                run_as_leader(lock, lambda: tick_and_rounds(sessionmaker, client, config, state, metrics),
                               config.poll_interval_s, stop)
             finally:
                 leading.set()

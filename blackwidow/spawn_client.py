@@ -12,6 +12,7 @@ from typing import Sequence
 
 import requests
 
+from shared.budget_wire import BudgetRound, BudgetRoundAck
 from shared.errors import ValidationError
 from shared.feed_wire import Nudge
 from shared.wire import Poll, SendBatch, SendBatchAck, StatusReport, SubscriptionSpec
@@ -68,6 +69,17 @@ class SpawnClient:
         if not isinstance(nudged, int) or isinstance(nudged, bool):
             raise SpawnBadResponse("changes: 'nudged' missing", node_url=node_url)
         return nudged
+
+    def budget_round(self, node_url: str, round_: BudgetRound) -> BudgetRoundAck:
+        """POST /v1/budgets: Budgets changed between polls; returns the node's upstream use now."""
+        body = self._call("POST", node_url, "/v1/budgets", round_.to_dict())
+        try:
+            ack = BudgetRoundAck.from_dict(body)
+        except ValidationError as exc:
+            raise SpawnBadResponse(f"budget round: {exc.message}", node_url=node_url) from None
+        if ack.node_id != round_.node_id:
+            raise SpawnBadResponse(f"budget round answered as node {ack.node_id}", node_url=node_url)
+        return ack
 
     def send_batch(self, node_url: str, drops: Sequence[str],
                    puts: Sequence[SubscriptionSpec]) -> SendBatchAck:

@@ -134,6 +134,8 @@ class HubConfig(CommonConfig):
     budget_window_s: float = 15.0
     budget_cycle_s: float = 900.0
     budget_pause_jitter_s: float = 2.0
+    # seconds between two budget rounds, which hand a slot over between ticks; 0: only at ticks
+    budget_round_s: float = 0.25
     # bounded polls (docs/coordination.md): assigned ids per poll request, statuses per answer
     poll_page_ids: int = 5000
     report_page_items: int = 1000
@@ -168,6 +170,7 @@ class HubConfig(CommonConfig):
             budget_window_s=get(env, "BW_BUDGET_WINDOW_S", _positive_float, 15.0),
             budget_cycle_s=get(env, "BW_BUDGET_CYCLE_S", _positive_float, 900.0),
             budget_pause_jitter_s=get(env, "BW_BUDGET_PAUSE_JITTER_S", _non_negative_float, 2.0),
+            budget_round_s=get(env, "BW_BUDGET_ROUND_S", _non_negative_float, cls.budget_round_s),
             poll_page_ids=get(env, "BW_POLL_PAGE_IDS", _positive_int, cls.poll_page_ids),
             report_page_items=get(env, "BW_REPORT_PAGE_ITEMS", _positive_int, cls.report_page_items),
             feed_interval_s=get(env, "BW_FEED_INTERVAL_S", _non_negative_float, cls.feed_interval_s),

@@ -20,6 +20,7 @@ from spawn.metrics import SpawnMetrics
 from spawn.feed_reader import FeedReaders
 from spawn.node import Node
 from spawn.registry import Registry
+from spawn.resources.budgets import BudgetsResource
 from spawn.resources.changes import ChangesResource
 from spawn.resources.health import HealthResource, MetricsResource
 from spawn.resources.keepalive import KeepaliveResource
@@ -41,6 +42,7 @@ def create_app(node: Node, *, secret: str, metrics_port: int | None = None) -> f
     app.add_route("/v1/status", StatusResource(node))
     app.add_route("/v1/keepalive", KeepaliveResource(node))
     app.add_route("/v1/changes", ChangesResource(node))
+    app.add_route("/v1/budgets", BudgetsResource(node))
     app.add_route("/health", HealthResource(node))
     app.add_route("/metrics", MetricsResource(node, port=metrics_port))
     return app

@@ -10,6 +10,8 @@ import time
 import uuid
 from typing import Sequence
 
+from shared.budget_wire import BudgetRound, BudgetRoundAck
+from shared.errors import Conflict
 from shared.feed_wire import CHECK, Nudge
 from shared.hashing import node_id_for
 from shared.wire import Poll, RegistrationAck, ReportPage, StatusReport, SubscriptionSpec, SubscriptionStatus
@@ -113,6 +115,18 @@ class Node:
         """POST /v1/changes: the hub's nudges, sent in the tick that read them. Counts as hub contact."""
         self.contact()
         return self._nudge(changes)
+
+    def budget_round(self, round_: BudgetRound) -> BudgetRoundAck:
+        """POST /v1/budgets: Budgets the hub changed between polls (a slot handed over), applied as a poll's
+        are, and this node's upstream use now (a slot it gave back). Counts as hub contact. Budgets meant for
+        another node are refused: holding them could put more requests in flight than the wiki allows."""
+        if round_.node_id != self.node_id:
+            raise Conflict(f"this is node {self.node_id}, not {round_.node_id}", field="node_id")
+        self.contact()
+        if self.budgets is None:
+            return BudgetRoundAck(self.node_id)
+        self.budgets.apply(round_.budgets)
+        return BudgetRoundAck(self.node_id, self.budgets.report())
 
     def _nudge(self, changes: Sequence[Nudge]) -> int:
         for nudge in changes:

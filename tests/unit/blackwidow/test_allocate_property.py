@@ -11,11 +11,14 @@ import pytest
 
 from blackwidow.upstream.allocate import Demand, IdentityState, Params, allocate
 from blackwidow.upstream.limits import Limits, binding_rate, default_limits
+from blackwidow.upstream.rounds import changes_use
 from blackwidow.upstream.slots import edge_violations, violations
 from shared.wire import Budget, Window
 
 P = Params()
 POLL_S = 2.0
+ROUND_S = 0.25
+ROUNDS = int(POLL_S / ROUND_S) - 1        # budget rounds between two ticks
 
 
 @dataclass
@@ -41,9 +44,16 @@ class Sim:
             self.released[node] = self.received[node].gen
             self.give_backs.append((node, self.received[node].gen, self.now))
 
-    def tick(self, demand: dict, weights: dict, *, crash: bool = False, lost: frozenset = frozenset()) -> None:
+    def tick(self, demand: dict, weights: dict, *, crash: bool = False, lost: frozenset = frozenset(),
+             round_: bool = False) -> None:
+        """A tick, or with `round_` a budget round between ticks (blackwidow.budget_rounds): written and
+        delivered only where a node's Budget changes what it may do, ROUND_S later."""
         state = IdentityState("w.example.org", self.limits, self.gen, self.paused_until, tuple(self.store.values()))
         plan = allocate(state, demand, weights, self.now, P)
+        if round_:
+            deliver = {n for n, b in plan.budgets.items() if changes_use(self.received.get(n), b)}
+            crash = crash or not deliver
+            lost = lost | (plan.budgets.keys() - deliver)
         if self.paused_until is not None and self.paused_until > self.now:
             for h in plan.writes:                    # nothing starts before the pause ends
                 old = self.store.get((h.slot, h.start))
@@ -67,7 +77,7 @@ class Sim:
                 if budget.give_back:
                     self.asked.add(node)
                 self.sent += [(node, w, budget.gen) for w in budget.windows]
-        self.now += POLL_S
+        self.now += ROUND_S if round_ else POLL_S
 
     def serve(self) -> None:
         """This poll's requests under each hold, as the spawn's queue picks them: for the node's tenant
@@ -150,14 +160,40 @@ def test_random_ticks_keep_every_written_hold_and_every_received_window_safe(see
     assert sim.written
 
 
-def _run(sim: Sim, demand: dict, weights: dict, seconds: float) -> None:
+@pytest.mark.parametrize("seed", range(8))
+def test_random_ticks_with_budget_rounds_between_them_stay_safe(seed):
+    """As above, with ROUNDS budget rounds between ticks: plans written and delivered only to the nodes whose
+    Budget changes, some of them lost, nodes giving back in any round."""
+    rng = random.Random(1000 + seed)
+    limits = rng.choice([default_limits("en.wikipedia.org"), default_limits("en.wikipedia.org", "bot"),
+                         Limits(2, 4.0, None)])
+    sim = Sim(limits)
+    nodes = [f"n{i}" for i in range(rng.randint(2, 5))]
+    weights = {"t1": 1.0, "t2": 2.0, "t3": 1.0}
+    for i in range(1200):
+        if rng.random() < 0.01:
+            nodes.append(f"n{len(nodes)}")
+        if rng.random() < 0.01 and len(nodes) > 1:
+            nodes.remove(rng.choice(nodes))
+        if rng.random() < 0.003:
+            sim.paused_until = sim.now + rng.uniform(1, 60)
+        lost = frozenset(n for n in nodes if rng.random() < 0.1)
+        sim.tick(_random_demand(rng, nodes, sim), weights, crash=rng.random() < 0.05, lost=lost,
+                 round_=i % (ROUNDS + 1) != 0)
+    sim.check_safe()
+    assert sim.written
+
+
+def _run(sim: Sim, demand: dict, weights: dict, seconds: float, *, rounds: bool = False) -> None:
     """Ticks with fixed lanes; a node asked to give its windows back does so in its next report; the
-    holders serve their tenants between ticks and report what they served over the cycle."""
+    holders serve their tenants between ticks and report what they served over the cycle. With `rounds`,
+    ROUNDS budget rounds between ticks, and a node asked gives back in its next round's answer."""
     for _ in range(int(seconds / POLL_S)):
-        for node in sorted(sim.asked):
-            sim.give_back(node)
-        sim.tick({n: replace(d, released_gen=sim.released.get(n), served=dict(sim.counts.get(n, {})))
-                  for n, d in demand.items()}, weights)
+        for step in range(ROUNDS + 1 if rounds else 1):
+            for node in sorted(sim.asked):
+                sim.give_back(node)
+            sim.tick({n: replace(d, released_gen=sim.released.get(n), served=dict(sim.counts.get(n, {})))
+                      for n, d in demand.items()}, weights, round_=step > 0)
         sim.serve()
 
 
@@ -214,6 +250,29 @@ def test_a_node_with_freshness_demand_is_served_within_two_polls_and_a_handover_
         # the holder is asked at once, gives back in its next report, the next tick hands the slot on
         assert got - asked <= 2 * POLL_S + P.handover_s
         _run(sim, backfill, weights, 60)
+    sim.check_safe()
+
+
+def test_with_budget_rounds_a_node_with_freshness_demand_is_served_within_two_rounds_and_a_handover():
+    """Rounds between ticks: the holder is asked in the round that learns the demand, answers in the next, and
+    that round hands the slot on one handover gap later: about a second instead of two ticks."""
+    sim = Sim(default_limits("en.wikipedia.org"))
+    backfill = {f"b{i}": Demand(backfill={"t1": 10_000}) for i in range(4)}
+    weights = {"t1": 1000.0}
+    _run(sim, backfill, weights, 300, rounds=True)
+    for _ in range(3):
+        asked = sim.now
+        want = {**backfill, "f": Demand(fresh={"t2": 1})}
+        for _ in range(100):
+            for node in sorted(sim.asked):
+                sim.give_back(node)
+            sim.tick({n: replace(d, released_gen=sim.released.get(n)) for n, d in want.items()}, weights,
+                     round_=True)
+            if any(h.node == "f" and h.end > asked for h in sim.written.values()):
+                break
+        got = min(h.start for h in sim.written.values() if h.node == "f" and h.end > asked)
+        assert got - asked <= 2 * ROUND_S + P.handover_s
+        _run(sim, backfill, weights, 60, rounds=True)
     sim.check_safe()
 
 
