@@ -230,7 +230,8 @@ class Identity(Base):
 class IdentityWindow(Base):
     """Write-ahead record of one slot of an identity held by one node over [start_s, end_s) (hub epoch
     seconds). Rows of one slot never overlap, and rows of different nodes on a slot are at least the
-    handover gap apart, which is what makes the in-flight limit checkable. No foreign key to the node:
+    handover gap apart (none after a give-back: `after_give_back`), which is what makes the in-flight limit
+    checkable. No foreign key to the node:
     a window counts until it ends, whatever became of its node."""
     __tablename__ = "identity_windows"
 
@@ -242,6 +243,9 @@ class IdentityWindow(Base):
     node_id: Mapped[str] = mapped_column(String(36), nullable=False)
     rate_per_s: Mapped[float] = mapped_column(Float, nullable=False)
     gen: Mapped[int] = mapped_column(BigInteger, nullable=False)      # the identity's gen when last written
+    # starts where another node gave the slot back, cut in the same allocation: no handover gap before it
+    after_give_back: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False,
+                                                  server_default=false())
 
 
 class WikiFeed(Base):

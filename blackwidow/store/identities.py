@@ -60,7 +60,7 @@ def limits_of(row: Identity) -> Limits:
 
 
 def _hold(row: IdentityWindow) -> Hold:
-    return Hold(row.slot, row.node_id, row.start_s, row.end_s, row.rate_per_s, row.gen)
+    return Hold(row.slot, row.node_id, row.start_s, row.end_s, row.rate_per_s, row.gen, row.after_give_back)
 
 
 def _subscribed_hosts(session: Session) -> dict[str, int]:
@@ -115,7 +115,8 @@ def save(session: Session, snapshot: UpstreamSnapshot, plans: Mapping[str, Plan]
             row = session.get(IdentityWindow, (identity_id, h.slot, h.start))
             if row is None:
                 session.add(IdentityWindow(identity_id=identity_id, slot=h.slot, start_s=h.start, end_s=h.end,
-                                           node_id=h.node, rate_per_s=h.rate_per_s, gen=h.gen))
+                                           node_id=h.node, rate_per_s=h.rate_per_s, gen=h.gen,
+                                           after_give_back=h.after_give_back))
             else:
                 row.end_s, row.gen = max(row.end_s, h.end), h.gen       # an extension never shortens
     session.flush()

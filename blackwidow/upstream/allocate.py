@@ -150,14 +150,18 @@ def _deficits(options: Iterable[str], targets: Mapping[str, float], received: Ma
     return {n: (targets[n] / node_total * total - received[n] + max(behind[t] for t in split[n])) / 2 for n in names}
 
 
-def _next_hold(slot: int, node: str, last: Hold | None, earliest: float, p: Params, rate: float) -> Hold:
+def _next_hold(slot: int, node: str, last: Hold | None, earliest: float, p: Params, rate: float,
+               given_back: bool = False) -> Hold:
     """The hold `node` would get next on `slot`: the current one extended when it is the node's and runs
     until `earliest` at least, else a new one from `earliest`, after the current one (plus the handover
-    gap when it is another node's)."""
+    gap when it is another node's, unless this allocation cut it where its node gave it back)."""
     if last is not None and last.node == node and last.end >= earliest:
         return replace(last, end=last.end + p.window_s)
-    start = earliest if last is None else max(earliest, last.end + (0.0 if last.node == node else p.handover_s))
-    return Hold(slot, node, start, start + p.window_s, rate)
+    if last is None:
+        return Hold(slot, node, earliest, earliest + p.window_s, rate)
+    other = last.node != node
+    start = max(earliest, last.end + (p.handover_s if other and not given_back else 0.0))
+    return Hold(slot, node, start, start + p.window_s, rate, after_give_back=other and given_back)
 
 
 def _reader_hold(slot: int, last: Hold | None, holds: Sequence[Hold], demand: Mapping[str, Demand],
@@ -200,6 +204,11 @@ def allocate(state: IdentityState, demand: Mapping[str, Demand], weights: Mappin
     tenant_received = tenant_slot_time(demand, holds, split, tenant_targets, per_slot, now)
     writes: dict[tuple[int, float], Hold] = {}
     turns = fresh_turns(demand)
+    # with one slot, every handover idles the whole identity, and nodes with freshness work hand it round all
+    # the time: a slot given back goes on at once. With several, the other slots keep working through a gap,
+    # and a node's windows merge slots whose holds begin at different instants, some after a give-back and
+    # some not, so the rule stays the plain one there
+    one_slot = limits.in_flight == 1
 
     def last_of(slot: int) -> Hold | None:
         return max((h for h in holds if h.slot == slot), key=lambda h: h.end, default=None)
@@ -211,7 +220,8 @@ def allocate(state: IdentityState, demand: Mapping[str, Demand], weights: Mappin
         options = {}
         for node in targets:
             resume = -math.inf if pause is None else pause + pause_jitter(node, p)
-            option = _next_hold(slot, node, last, max(now, resume, barrier), p, per_slot)
+            option = _next_hold(slot, node, last, max(now, resume, barrier), p, per_slot,
+                                given_back=one_slot and any(last is c for c in cuts))
             lo = _held_until(last, node) if option.start == getattr(last, "start", None) else option.start
             busy = sum(1 for h in holds if h.node == node and h.start < option.end and h.end > lo)
             if busy < demand[node].sources:

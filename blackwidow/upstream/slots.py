@@ -3,11 +3,12 @@ Pure: no I/O, no clock.
 
 A hold is one slot of an identity held by one node over [start, end) in hub epoch seconds. The rule that
 keeps the sum over nodes within the wiki's limits (docs/upstream.md): holds of one slot never overlap,
-and holds of different nodes on one slot are at least `handover_s` apart; slots are numbered below
-`in_flight`; the rates of the holds covering any instant add up to at most R.
+and holds of different nodes on one slot are at least `handover_s` apart, except a hold that starts where
+another node gave its hold back (`after_give_back`); slots are numbered below `in_flight`; the rates of the
+holds covering any instant add up to at most R.
 """
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Collection, Iterable, Sequence
 
 from shared.wire import Window
 
@@ -22,6 +23,11 @@ class Hold:
     end: float
     rate_per_s: float
     gen: int = 0
+    # planned in the same allocation that cut the slot's previous hold where its node gave it back: that node
+    # had nothing in flight and said so before the hub's clock read this start, so the handover gap (which
+    # absorbs two clocks' disagreement about a boundary) has nothing to absorb. Not stored: only the plan that
+    # makes the cut can know it.
+    after_give_back: bool = False
 
     def overlap(self, lo: float, hi: float) -> float:
         """Seconds of this hold within [lo, hi)."""
@@ -63,7 +69,7 @@ def violations(holds: Sequence[Hold], in_flight: int, rate: float, handover_s: f
     for slot, rows in by_slot.items():
         rows.sort(key=lambda h: h.start)
         for a, b in zip(rows, rows[1:]):
-            gap = 0.0 if a.node == b.node else handover_s
+            gap = 0.0 if a.node == b.node or b.after_give_back else handover_s
             if b.start < a.end + gap - EPS:
                 out.append(f"slot {slot}: {b.node} at {b.start} within {gap} s of {a.node} until {a.end}")
     points = sorted({h.start for h in holds})
@@ -75,12 +81,17 @@ def violations(holds: Sequence[Hold], in_flight: int, rate: float, handover_s: f
 
 
 def edge_violations(windows: Iterable[tuple[str, Window]], in_flight: int, rate: float,
-                    handover_s: float) -> list[str]:
+                    handover_s: float, exact: Collection[float] = ()) -> list[str]:
     """The same rule seen from the wiki's edge, over the windows nodes were actually sent. Each window is
-    widened by half the handover gap at both ends (a new leader's clock may differ from the old one's);
+    widened by half the handover gap at both ends (a new leader's clock may differ from the old one's),
+    except at the instants in `exact`: where a node gave its windows back (it had stopped before it said so)
+    and where a hold after that give-back starts (read on the clock of the one leader that made the cut);
     a node holds at any instant the most slots of its windows covering it (its own windows follow each
     other); summed over nodes that is at most `in_flight`, and the rates started at most R."""
-    spans = [(node, w.start - handover_s / 2, w.end + handover_s / 2, w) for node, w in windows]
+    def widened(w: Window) -> tuple[float, float]:
+        return (w.start if w.start in exact else w.start - handover_s / 2,
+                w.end if w.end in exact else w.end + handover_s / 2)
+    spans = [(node, *widened(w), w) for node, w in windows]
     out = []
     for t in sorted({lo + EPS for _, lo, _, _ in spans} | {w.start + EPS for _, _, _, w in spans}):
         held: dict[str, int] = {}

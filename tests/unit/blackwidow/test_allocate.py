@@ -105,12 +105,23 @@ def test_released_holds_end_at_once_and_holds_still_to_come_go():
     assert holds == [cuts[0], newer, other, ended]
 
 
-def test_a_slot_given_back_goes_to_the_next_node_one_handover_gap_later():
+def test_a_slot_given_back_goes_to_the_next_node_where_it_was_cut():
     held = Hold(0, "a", NOW - 5, NOW + 10, R, 7)
     plan = allocate(state([held]), {"a": Demand(released_gen=7), "b": BACKFILL}, {}, NOW, P)
     assert plan.cuts == (Hold(0, "a", NOW - 5, NOW, R, 8),)
-    assert [(h.node, h.start) for h in plan.writes] == [("b", NOW + P.handover_s)]
+    # a said it had stopped before the hub read its clock: no handover gap after the cut
+    assert [(h.node, h.start, h.after_give_back) for h in plan.writes] == [("b", NOW, True)]
     assert plan.budgets["a"].windows == ()
+    assert violations([*plan.cuts, *plan.writes], 1, R, P.handover_s) == []
+    # with several slots the plain rule holds: a handover gap after the cut
+    wide = replace(state([held]), limits=AUTH)
+    plan = allocate(wide, {"a": Demand(released_gen=7), "b": BACKFILL}, {}, NOW, P)
+    assert [(h.node, h.start, h.after_give_back) for h in plan.writes if h.slot == 0] == [
+        ("b", NOW + P.handover_s, False)]
+    # a hold that ended where another leader cut it is followed one handover gap later, as every other is
+    cut = Hold(0, "a", NOW - 5, NOW - 0.5, R, 8)
+    plan = allocate(state([cut]), {"a": Demand(), "b": BACKFILL}, {}, NOW, P)
+    assert [(h.node, h.start, h.after_give_back) for h in plan.writes] == [("b", NOW - 0.5 + P.handover_s, False)]
     # without the give-back, b waits for the end of a's hold
     plan = allocate(state([held]), {"a": Demand(), "b": BACKFILL}, {}, NOW, P)
     assert plan.writes == () and plan.cuts == ()
@@ -159,11 +170,11 @@ def test_the_ask_rides_on_the_holders_budget_and_the_fresh_node_follows_the_give
     plan = allocate(state([held], gen=8), {"a": Demand(backfill={"t1": 4}, released_gen=8), "f": FRESH}, {},
                     later, P)
     assert plan.cuts == (Hold(0, "a", NOW - 5, later, R, 9),)
-    assert [(h.node, h.start) for h in plan.writes] == [("f", later + P.handover_s)]
+    assert [(h.node, h.start) for h in plan.writes] == [("f", later)]      # where a's hold was cut
     assert not plan.budgets["a"].give_back        # the fresh node holds the slot now
 
 
-def test_fresh_holders_take_turns_one_handover_gap_apart():
+def test_fresh_holders_take_turns_at_the_slot():
     # a holds the slot for its freshness work while f waits with its own: a is asked, serves what waited,
     # gives back, and f gets the slot; a, fresh again, waits for f in turn
     held = Hold(0, "a", NOW - 5, NOW + 10, R, 7)
@@ -172,7 +183,7 @@ def test_fresh_holders_take_turns_one_handover_gap_apart():
     assert plan.budgets["a"].give_back and plan.writes == ()
     later = NOW + 1
     plan = allocate(state([held], gen=8), {"a": Demand(fresh={"t1": 1}, released_gen=8), "f": FRESH}, {}, later, P)
-    assert [(h.node, h.start) for h in plan.writes] == [("f", later + P.handover_s)]
+    assert [(h.node, h.start) for h in plan.writes] == [("f", later)]      # where a's hold was cut
     # a waits with freshness work again: f is asked with the same Budget, and serves what waits there first
     assert plan.budgets["f"].windows and plan.budgets["f"].give_back and not plan.budgets["a"].give_back
     # once nobody else waits, the holder is asked for nothing
@@ -186,7 +197,7 @@ def test_a_node_that_just_gave_its_turn_back_goes_after_the_others_waiting():
     history = [Hold(0, "f", NOW - 300, NOW - 100, R, 5), Hold(0, "a", NOW - 20, NOW + 10, R, 7)]
     demand = {"a": Demand(fresh={"t1": 2}, released_gen=7), "f": FRESH}
     plan = allocate(state(history), demand, {}, NOW, P)
-    assert [(h.node, h.start) for h in plan.writes] == [("f", NOW + P.handover_s)]
+    assert [(h.node, h.start) for h in plan.writes] == [("f", NOW)]
     # alone, it gets the slot again
     plan = allocate(state(history), {"a": Demand(fresh={"t1": 2}, released_gen=7)}, {}, NOW, P)
     assert [h.node for h in plan.writes] == ["a"]
@@ -302,6 +313,8 @@ def test_node_windows(holds, windows):
     ([Hold(0, "a", 0, 10, 1.0), Hold(0, "b", 11, 20, 1.0)], False),
     ([Hold(0, "a", 0, 10, 1.0), Hold(0, "b", 10.5, 20, 1.0)], True),       # handover gap too short
     ([Hold(0, "a", 0, 10, 1.0), Hold(0, "a", 10, 20, 1.0)], False),        # the same node needs no gap
+    ([Hold(0, "a", 0, 10, 1.0), Hold(0, "b", 10, 20, 1.0, after_give_back=True)], False),   # after a give-back
+    ([Hold(0, "a", 0, 10, 1.0), Hold(0, "b", 9.5, 20, 1.0, after_give_back=True)], True),    # never overlapping
     ([Hold(0, "a", 0, 10, 1.0), Hold(1, "b", 0, 10, 1.0)], True),          # slot 1 of 1
     ([Hold(0, "a", 0, 10, 2.0)], True),                                    # rate above R
 ])
