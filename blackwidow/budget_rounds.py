@@ -35,10 +35,11 @@ def run(sessionmaker, client: SpawnClient, config: HubConfig, state: PollerState
     if config.budget_round_s <= 0 or state.fence is None or state.cache is None or not state.routed_nodes:
         return 0
     ask = set(nudged)
+    silent: set[str] = set()        # a node that did not answer is left to the next tick's poll
     count = 0
     while clock() + config.budget_round_s <= deadline:
         sleep(config.budget_round_s)
-        if not _round(sessionmaker, client, config, state, ask, wall()):
+        if not _round(sessionmaker, client, config, state, ask, silent, wall()):
             break
         ask = set()
         count += 1
@@ -46,8 +47,9 @@ def run(sessionmaker, client: SpawnClient, config: HubConfig, state: PollerState
 
 
 def _round(sessionmaker, client: SpawnClient, config: HubConfig, state: PollerState, ask: set[str],
-           now: float) -> bool:
-    """One round; False when it had no node to talk to (nothing can change before the next tick)."""
+           silent: set[str], now: float) -> bool:
+    """One round; False when it had no node to talk to (nothing can change before the next tick). Adds the
+    nodes that did not answer to `silent`."""
     assert state.fence is not None and state.cache is not None and state.routed_nodes is not None
     live = state.routed_nodes
     nodes = state.cache.snapshot.nodes
@@ -56,7 +58,7 @@ def _round(sessionmaker, client: SpawnClient, config: HubConfig, state: PollerSt
         snapshot = identities.load(session, reported={i for uses in state.uses.values() for i in uses})
     plans = upstream_tick.plan_budgets(snapshot, state.uses, live, now, upstream_tick.params(config))
     deliver = rounds.deliveries(plans, state.sent)
-    talk = sorted((set(deliver) | rounds.awaited(state.sent, state.uses) | ask) & live & set(nodes))
+    talk = sorted((set(deliver) | rounds.awaited(state.sent, state.uses) | ask) & live & set(nodes) - silent)
     if not talk:
         return False
     if deliver:
@@ -76,6 +78,7 @@ def _round(sessionmaker, client: SpawnClient, config: HubConfig, state: PollerSt
     paused = {}
     for node, ack in answers:
         if ack is None:
+            silent.add(node)
             continue
         state.sent = rounds.delivered(state.sent, node, deliver.get(node, {}))
         state.uses[node] = ack.identities

@@ -83,14 +83,19 @@ def run_as_leader(lock, tick, interval_s: float, stop: threading.Event) -> None:
     scheduler.start()
 
 
-def tick_and_rounds(sessionmaker, client: SpawnClient, config: HubConfig, state: PollerState,
-                    metrics: SchedulerMetrics) -> None:
+# a budget round waits this long for a node: one that hangs delays the next tick by a second at most, once (the
+# rounds skip it until that tick, whose poll decides what its silence means; a poll waits for it far longer)
+ROUND_TIMEOUT = (0.5, 1.0)
+
+
+def tick_and_rounds(sessionmaker, client: SpawnClient, round_client: SpawnClient, config: HubConfig,
+                    state: PollerState, metrics: SchedulerMetrics) -> None:
     """A tick, then budget rounds (blackwidow.budget_rounds) until shortly before the next tick is due: a round
     still running then would make APScheduler skip that tick."""
     began = time.monotonic()
     result = poll_once(sessionmaker, client, config, state=state, metrics=metrics)
     deadline = began + config.poll_interval_s - max(config.budget_round_s, 0.1 * config.poll_interval_s)
-    metrics.budget_rounds.inc(budget_rounds.run(sessionmaker, client, config, state, deadline=deadline,
+    metrics.budget_rounds.inc(budget_rounds.run(sessionmaker, round_client, config, state, deadline=deadline,
                                                 nudged=result.nudged))
 
 
@@ -137,6 +142,8 @@ def serve(config: HubConfig, stop: threading.Event, metrics: SchedulerMetrics) -
     sessionmaker = make_sessionmaker(config.database_url)
     lock = leadership.make_lock(sessionmaker, lease_ttl_s(config.poll_interval_s))
     client = SpawnClient(make_session(USER_AGENT, pool_size=32), config.node_secret)
+    round_client = SpawnClient(make_session(USER_AGENT, pool_size=budget_rounds.MAX_WORKERS), config.node_secret,
+                               timeout=ROUND_TIMEOUT)
     standby_logged = False
     try:
         while not stop.is_set():
@@ -152,7 +159,8 @@ def serve(config: HubConfig, stop: threading.Event, metrics: SchedulerMetrics) -
             state = PollerState()        # a new leader claims an epoch and learns the node set from the database
             alive, leading = keepalive.start(config, USER_AGENT, live_nodes(sessionmaker), metrics.keepalive_round)
             try:
-                run_as_leader(lock, lambda: tick_and_rounds(sessionmaker, client, config, state, metrics),
+                run_as_leader(lock, lambda: tick_and_rounds(sessionmaker, client, round_client, config, state,
+                                                            metrics),
                               config.poll_interval_s, stop)
             finally:
                 leading.set()

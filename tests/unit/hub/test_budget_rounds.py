@@ -11,6 +11,7 @@ import sqlalchemy as sa
 
 from blackwidow import budget_rounds, poller
 from blackwidow.models import IdentityWindow
+from blackwidow.spawn_client import SpawnUnreachable
 from blackwidow.store.nodes import register_node
 from blackwidow.upstream.limits import binding_rate, default_limits
 from blackwidow.upstream.slots import Hold, violations
@@ -151,3 +152,24 @@ def test_rounds_stop_at_their_deadline_and_are_off_at_zero(hub, hub_maker, sqlit
     off = budget_rounds.run(hub_maker, nodes, hub_config(sqlite_url, BW_BUDGET_ROUND_S="0"), state,  # type: ignore
                             deadline=time.monotonic() + 10, nudged=frozenset({ids["b"]}))
     assert off == 0
+
+
+def test_a_node_that_does_not_answer_a_round_is_left_to_the_next_tick(hub, hub_maker):
+    ids, nodes, state, tick, rounds = hub
+    a, b = ids["a"], ids["b"]
+    nodes.uses[a] = IdentityUse(fresh={"t": 1})       # holds the slot and is asked again and again
+    nodes.uses[b] = IdentityUse(backfill={"t": 2})
+    tick()
+    tick()
+    nodes.uses[b] = IdentityUse(fresh={"t": 2})
+    hung = {a}
+    answer = nodes.budget_round
+
+    def budget_round(node_url, round_):
+        if nodes.ids[node_url] in hung:
+            nodes.rounds.append((-1.0, nodes.ids[node_url], {}))
+            raise SpawnUnreachable("POST /v1/budgets: timed out", node_url=node_url)
+        return answer(node_url, round_)
+    nodes.budget_round = budget_round                 # type: ignore[method-assign]
+    rounds(1.75, nudged={"b"})
+    assert [node for t, node, _ in nodes.rounds if t < 0] == [a]     # asked once, then left alone
