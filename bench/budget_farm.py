@@ -1,7 +1,7 @@
 """Simulated spawns that pace a wiki exactly as real ones do, many in one process (bench.upstream_budget).
 
 Each node is a real HTTP endpoint speaking the node API (register at the hub, POST /v1/subscriptions, POST
-/v1/status, POST /v1/keepalive) and takes every request slot from the real spawn.upstream_budget
+/v1/status, POST /v1/keepalive, POST /v1/budgets) and takes every request slot from the real spawn.upstream_budget
 (IdentityBudget over spawn.budget_rules): only inside its hub windows, with the window's deadline as the
 request's timeout, pausing on a 429 and reporting its IdentityUse (demand, pauses) in every status answer.
 What it does not do is store revisions: a source is a backfill that never ends, one real API request to
@@ -18,6 +18,7 @@ from typing import Callable
 
 import requests
 
+from shared.budget_wire import BudgetRound, BudgetRoundAck
 from shared.hashing import node_id_for
 from shared.wire import Poll, StatusReport, SubscriptionStatus
 from spawn.host_limiter import Cancelled
@@ -120,6 +121,13 @@ class SimSpawn:
         return StatusReport(node_id=self.node_id, boot_id=boot_id, attached=True, subscriptions=subs,
                             sources=len(subs), identities=self.budgets.report()).to_dict()
 
+    def budget_round(self, round_: BudgetRound) -> tuple[int, dict]:
+        """POST /v1/budgets, as spawn.node.Node answers it: the Budgets applied, the identities' use now."""
+        if round_.node_id != self.node_id:
+            return 409, {"error": {"code": "conflict", "message": "another node's budgets", "field": "node_id"}}
+        self.budgets.apply(round_.budgets)
+        return 200, BudgetRoundAck(self.node_id, self.budgets.report()).to_dict()
+
     # -- the wiki's side -----------------------------------------------------------------------------
     def run_source(self, source: SimSource) -> None:
         """One never-ending backfill: a request whenever the identity's budget gives a slot."""
@@ -179,6 +187,8 @@ class SimSpawn:
                     return self._send(200, {"node_id": node.node_id, "boot_id": node.boot_id, "attached": True})
                 if self.path == "/v1/subscriptions" and body is not None:
                     return self._send(200, node.apply_batch(body))
+                if self.path == "/v1/budgets" and body is not None:
+                    return self._send(*node.budget_round(BudgetRound.from_dict(body)))
                 return self._send(404, {"error": {"code": "not_found", "message": "no such route"}})
 
             def _send(self, status: int, payload: dict) -> None:
