@@ -53,7 +53,6 @@ def _round(sessionmaker, client: SpawnClient, config: HubConfig, state: PollerSt
     assert state.fence is not None and state.cache is not None and state.routed_nodes is not None
     live = state.routed_nodes
     nodes = state.cache.snapshot.nodes
-    state.sent = {n: b for n, b in state.sent.items() if n in live}
     with sessionmaker() as session:
         snapshot = identities.load(session, reported={i for uses in state.uses.values() for i in uses})
     plans = upstream_tick.plan_budgets(snapshot, state.uses, live, now, upstream_tick.params(config))
@@ -80,9 +79,9 @@ def _round(sessionmaker, client: SpawnClient, config: HubConfig, state: PollerSt
         if ack is None:
             silent.add(node)
             continue
-        state.sent = rounds.delivered(state.sent, node, deliver.get(node, {}))
+        state.sent[node] = rounds.delivered(state.sent.get(node, {}), deliver.get(node, {}))
         state.uses[node] = ack.identities
-        if any(u.paused_until is not None or u.auth_error is not None for u in ack.identities.values()):
+        if identities.worth_recording(ack.identities, now=now, skew_s=config.max_clock_skew_s):
             paused[node] = ack.identities
     if paused:      # a 429 or maxlag one node saw: every node's next Budget carries the pause
         with sessionmaker.begin() as session:

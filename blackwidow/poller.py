@@ -19,7 +19,7 @@ from typing import Callable, Mapping
 from blackwidow import dump_tick, feed_tick, fencing, poll_pages, reload, sends, tick_scope
 from blackwidow.decide import Decision, Polled, Rules, Settlement, decide, liveness, settle
 from blackwidow.store import changes, feeds as feeds_store, identities
-from blackwidow.upstream import tick as upstream_tick
+from blackwidow.upstream import rounds as upstream_rounds, tick as upstream_tick
 from blackwidow.upstream.allocate import Plan
 from blackwidow.leadership import holder_id
 from blackwidow.metrics import SchedulerMetrics
@@ -152,9 +152,9 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
     stages.end("feeds")
     state.uses = {nid: r.identities for nid, r in polled.reports.items()} | \
         {nid: use for nid, use in state.uses.items() if nid in polled.failed}
-    state.sent = {nid: {**state.sent.get(nid, {}),
-                        **(upstream_tick.budgets_for(budgets, nid) if nid in polled.reports else {})}
-                  for nid in live_ids if nid in polled.reports or nid in state.sent}
+    state.sent = {nid: held for nid, held in state.sent.items() if nid in live_ids}
+    for nid in polled.reports:
+        state.sent[nid] = upstream_rounds.delivered(state.sent.get(nid, {}), upstream_tick.budgets_for(budgets, nid))
     rules = Rules.of(config)
     scope = tick_scope.scope(state.carry, routed_over=state.routed_nodes, live=liveness(snap, polled, rules)[1],
                              leased=leasing.leased_tenants(before), written=written, reported=polled.changed)

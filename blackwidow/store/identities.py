@@ -122,6 +122,16 @@ def save(session: Session, snapshot: UpstreamSnapshot, plans: Mapping[str, Plan]
     session.flush()
 
 
+def _pause_of(use: IdentityUse, now: float, skew_s: float) -> float:
+    """The pause a node reported, in hub time (its wall clock, so one skew later), capped; -1 for none."""
+    return -1.0 if use.paused_until is None else min(use.paused_until + skew_s, now + MAX_PAUSE_S)
+
+
+def worth_recording(uses: Mapping[str, IdentityUse], *, now: float, skew_s: float) -> bool:
+    """Whether `record_use` would write anything for these uses: a pause still running, or a refusal."""
+    return any(_pause_of(u, now, skew_s) > now or u.auth_error is not None for u in uses.values())
+
+
 def record_use(session: Session, node_id: str, uses: Mapping[str, IdentityUse], *, now: float,
                skew_s: float) -> set[str]:
     """A node's report: a pause it saw (its wall clock, so one skew later in hub time) becomes the
@@ -129,7 +139,7 @@ def record_use(session: Session, node_id: str, uses: Mapping[str, IdentityUse], 
     node that saw it. Returns the ids of identities whose pause changed (their budgets change)."""
     changed = set()
     for identity_id, use in uses.items():
-        pause = -1.0 if use.paused_until is None else min(use.paused_until + skew_s, now + MAX_PAUSE_S)
+        pause = _pause_of(use, now, skew_s)
         if pause <= now and use.auth_error is None:
             continue
         row = _ensure(session, identity_id)

@@ -48,9 +48,7 @@ def awaited(sent: Mapping[str, Mapping[str, Budget]], uses: Mapping[str, Mapping
     return frozenset(out)
 
 
-def delivered(sent: Mapping[str, Mapping[str, Budget]], node: str, budgets: Mapping[str, Budget]
-              ) -> dict[str, dict[str, Budget]]:
-    """`sent` once `node` applied `budgets` (a node keeps the Budgets of identities a delivery does not name)."""
-    out = {n: dict(b) for n, b in sent.items()}
-    out[node] = {**out.get(node, {}), **budgets}
-    return out
+def delivered(held: Mapping[str, Budget], budgets: Mapping[str, Budget]) -> dict[str, Budget]:
+    """A node's Budgets once it applied `budgets` (a poll's or a round's): a node keeps the Budgets of identities
+    a delivery does not name."""
+    return {**held, **budgets}

@@ -25,8 +25,8 @@ class Hold:
     gen: int = 0
     # planned in the same allocation that cut the slot's previous hold where its node gave it back: that node
     # had nothing in flight and said so before the hub's clock read this start, so the handover gap (which
-    # absorbs two clocks' disagreement about a boundary) has nothing to absorb. Not stored: only the plan that
-    # makes the cut can know it.
+    # absorbs two clocks' disagreement about a boundary) has nothing to absorb. Stored with the hold
+    # (identity_windows.after_give_back), so the rule stays checkable over every hold written.
     after_give_back: bool = False
 
     def overlap(self, lo: float, hi: float) -> float:

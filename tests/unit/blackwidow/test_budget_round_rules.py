@@ -56,8 +56,8 @@ def test_a_node_asked_to_give_back_is_awaited_until_it_says_it_did(use, waiting)
 
 def test_a_delivery_replaces_the_identities_it_names_and_keeps_the_others():
     x = Budget(gen=2, wiki_host="x")
-    sent = {"a": {"w": B, "x": x}}
+    held = {"w": B, "x": x}
     new = Budget(gen=6, wiki_host="w", windows=(LATER,))
-    assert delivered(sent, "a", {"w": new}) == {"a": {"w": new, "x": x}}
-    assert delivered(sent, "b", {"w": new}) == {"a": {"w": B, "x": x}, "b": {"w": new}}
-    assert sent == {"a": {"w": B, "x": x}}          # not changed in place
+    assert delivered(held, {"w": new}) == {"w": new, "x": x}
+    assert delivered({}, {"w": new}) == {"w": new}                  # a node sent nothing before
+    assert held == {"w": B, "x": x}          # not changed in place
