@@ -1,5 +1,6 @@
 """Reads one wiki's change feed (`list=recentchanges`) from a persisted position, oldest first: the thin
-I/O shell around spawn.feed_position (where it stands, gaps) and spawn.feed_events (what each entry means).
+I/O shell around spawn.feed_position (where it stands, gaps), spawn.feed_events (what each entry means) and
+spawn.suppression_log (where the suppression log's entries, read in the same requests, go).
 
 Every request goes through the MediaWikiClient the spawn already uses for that wiki: its session (the
 deployment's User-Agent, checked addresses), maxlag, retries, and the identity budget when the client
@@ -8,11 +9,12 @@ has one (`demand` says in which lane it waits: freshness by default).
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from spawn.feed_events import Event, parse
+from spawn.feed_events import Event, from_logevent, parse
 from spawn.feed_position import FeedPosition, Gap, gap, still_holds
+from spawn.suppression_log import Logged, place
 from spawn.mediawiki import BadResponse, MediaWikiClient, listed
 from spawn.upstream_budget import FRESH, Demand
 
@@ -20,6 +22,7 @@ logger = logging.getLogger(__name__)
 
 RCPROP = "ids|title|timestamp|loginfo"
 RCTYPE = "edit|new|log"             # no categorisation and no external entries: they change no history
+LEPROP = "ids|title|type|timestamp|details"
 DEFAULT_MAX_BATCHES = 20
 
 
@@ -41,6 +44,7 @@ class _Batch:
     entries: list[tuple[FeedPosition, Event | None]]
     more: dict | None
     now: datetime
+    logged: list[Logged] = field(default_factory=list)     # the suppression log's entries
 
 
 class ChangeFeed:
@@ -53,6 +57,8 @@ class ChangeFeed:
         self.max_batches = max_batches
         self.demand = demand
         self.requests = 0               # requests answered, for the reader's report
+        self._suppressions: dict[int, datetime] = {}    # suppression log entries placed (spawn.suppression_log)
+        self._read_to: FeedPosition | None = None
 
     def head(self, **kw) -> FeedPosition:
         """The position of the newest entry: reading from it yields what happens from now on."""
@@ -66,9 +72,14 @@ class ChangeFeed:
 
     def read(self, since: FeedPosition, **kw) -> FeedRead:
         """The events after `since`, in at most max_batches requests of `limit` entries, plus one request
-        when the first answer does not prove the feed still covers `since`. Raises MediaWikiError (an entry
-        that does not parse is a BadResponse)."""
-        params: dict = {"rcdir": "newer", "rclimit": self.limit, "rccontinue": since.token}
+        when the first answer does not prove the feed still covers `since`. The same requests read the
+        suppression log from `since`'s second (empty unless the identity may read it). Raises MediaWikiError
+        (an entry that does not parse is a BadResponse)."""
+        if self._read_to is None or since < self._read_to:
+            self._suppressions = {}     # an earlier start: what was placed may never have reached the hub
+        params: dict = {"rcdir": "newer", "rclimit": self.limit, "rccontinue": since.token,
+                        "list": "recentchanges|logevents", "letype": "suppress", "leprop": LEPROP,
+                        "ledir": "newer", "lelimit": self.limit, "lestart": since.token.split("|")[0]}
         batch = self._batch(params, **kw)
         first = batch.entries[0][0] if batch.entries else None
         older = None if still_holds(since, first) else self._older(since, **kw)
@@ -78,6 +89,7 @@ class ChangeFeed:
                                                      "end": missing.end and missing.end.isoformat()})
             return FeedRead((), since, gap=missing, now=batch.now)
         events: list[Event] = []
+        logged: list[Logged] = []
         position, entries, batches = since, 0, 1
         while True:
             for at, event in batch.entries:
@@ -86,9 +98,12 @@ class ChangeFeed:
                 if event is not None:
                     events.append(event)
                 position, entries = at, entries + 1
+            logged.extend(batch.logged)
             if batch.more is None or batches >= self.max_batches:
-                return FeedRead(tuple(events), position, more=batch.more is not None, entries=entries,
-                                now=batch.now)
+                placed = place(logged, since, position, complete=batch.more is None, seen=self._suppressions)
+                self._suppressions, self._read_to = placed.seen, placed.position
+                return FeedRead(tuple(events) + placed.events, placed.position, more=batch.more is not None,
+                                entries=entries, now=batch.now)
             batch = self._batch({**params, **batch.more}, **kw)
             batches += 1
 
@@ -106,14 +121,25 @@ class ChangeFeed:
 
 def _parse_batch(body: dict) -> _Batch:
     """The answer's entries with their events, validated whole: a bad answer is fetched again, never read
-    in part."""
-    items, more = listed(body, "recentchanges")
+    in part. A continued answer leaves out the list that was complete before."""
+    query = body.get("query")
+    items: list
+    more: object
+    if isinstance(query, dict) and "recentchanges" not in query and isinstance(query.get("logevents"), list):
+        items, more = [], body.get("continue")
+    else:
+        items, more = listed(body, "recentchanges")
+    log = query.get("logevents", []) if isinstance(query, dict) else []
     try:
         now = _when(body.get("curtimestamp"))
         entries = [(FeedPosition(_when(item.get("timestamp")), int(item["rcid"])), parse(item)) for item in items]
+        if not isinstance(log, list):
+            raise TypeError("'query.logevents' is not a list")
+        logged = [Logged(int(entry["logid"]), _when(entry.get("timestamp")), parse(from_logevent(entry)))
+                  for entry in log]
     except (KeyError, TypeError, ValueError, AttributeError) as exc:     # MalformedItem is a ValueError
         raise BadResponse(f"malformed recentchanges answer: {exc!r}") from None
-    return _Batch(entries, more, now)
+    return _Batch(entries, more if isinstance(more, dict) else None, now, logged)
 
 
 def _when(value: object) -> datetime:

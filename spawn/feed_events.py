@@ -12,8 +12,9 @@ What MediaWiki 1.39 puts in the feed, checked on the local writable wiki
 * Deleting a page removes its `new`/`edit` items from the feed; the `delete` log item stays. An
   undeletion (`delete/restore`) brings the page back under its old id with its old revisions.
 * Revision deletion is `delete/revision` with the revision ids and the visibility before and after.
-  Suppression (`suppress/revision`) never reaches recentchanges, not even for a suppressor: it is only in
-  `list=logevents` (the same parameters), whose entries parse(from_logevent(entry)) reads.
+  Suppression (`suppress/revision`, and a page deleted with suppression: `suppress/delete`) never reaches
+  recentchanges, not even for a suppressor: it is only in `list=logevents` (the same parameters), whose
+  entries parse(from_logevent(entry)) reads.
 * A history merge is logged on the source page only, naming the destination by title and the merge point.
 * Imports from a file (`import/upload`) or another wiki (`import/interwiki`) add revisions with old
   timestamps; an import with importDump.php leaves no trace at all.
@@ -186,7 +187,7 @@ def _imported(item: dict, params: dict) -> Imported:
 
 _LOG_RULES: dict[tuple[str, str], Callable[[dict, dict], Event | None]] = {
     ("move", "move"): _moved, ("move", "move_redir"): _moved,
-    ("delete", "delete"): _deleted, ("delete", "delete_redir"): _deleted,
+    ("delete", "delete"): _deleted, ("delete", "delete_redir"): _deleted, ("suppress", "delete"): _deleted,
     ("delete", "restore"): _restored,
     ("delete", "revision"): _visibility, ("suppress", "revision"): _visibility,
     ("merge", "merge"): _merged,

@@ -8,12 +8,13 @@ from datetime import datetime, timezone
 
 import pytest
 
-from shared.hashing import source_uuid
+from shared.hashing import source_uuid, wiki_key
 from tests.fixtures.writable_wiki import WritableWiki
 from tests.integration.coordination_support import wait_for
-from tests.integration.test_moved_deleted_pages_hub import make_hub, start_nodes
+from shared.revisions.sqlite_store import SQLiteRevisionStore
+from tests.integration.test_moved_deleted_pages_hub import WIKI_HOST, make_hub, start_nodes
 from tests.support.processes import SpawnProcess
-from tests.support.record_change_feed import import_xml
+from tests.support.record_change_feed import import_xml, suppressor
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 FEED_INTERVAL_S = 1
@@ -97,11 +98,11 @@ def test_changes_reach_the_store_through_one_feed_for_the_cluster(
         # revision deletion: the hidden text leaves the store within a feed cycle
         hidden = admin.history(edited)[0]["revid"]
         admin.revisiondelete([hidden], hide=("content",))
-        hidden_metric = 'bw_spawn_revision_visibility_changes_total{change="hidden",wiki="127.0.0.1:8782"}'
+        hidden_metric = f'bw_spawn_revision_visibility_changes_total{{change="hidden",wiki="{WIKI_HOST}"}}'
         wait_for(lambda: sum(n.metric(hidden_metric) for n in nodes) >= 1, 30, 0.2, "the hidden text removed")
         # shown again: the log entry hides nothing, so the revision is read again and written back
         admin.revisiondelete([hidden], hide=(), show=("content",))
-        shown_metric = 'bw_spawn_revision_visibility_changes_total{change="shown",wiki="127.0.0.1:8782"}'
+        shown_metric = f'bw_spawn_revision_visibility_changes_total{{change="shown",wiki="{WIKI_HOST}"}}'
         wait_for(lambda: sum(n.metric(shown_metric) for n in nodes) >= 1, 30, 0.2, "the shown text written again")
 
         # one reader for the cluster at a time: about one feed request per interval, not one per node
@@ -109,6 +110,54 @@ def test_changes_reach_the_store_through_one_feed_for_the_cluster(
         reads = [line for line in wiki_log.read_text().splitlines()[log_start:] if "list=recentchanges" in line]
         assert len(reads) <= 1.5 * elapsed / FEED_INTERVAL_S + 10, (len(reads), elapsed)
         assert hub.get("/v1/feeds")["items"][0]["changes"] >= 6
+    finally:
+        for node in nodes:
+            node.stop()
+        hub.stop()
+
+
+def test_a_suppression_leaves_the_store_within_a_feed_cycle_when_the_identity_may_read_its_log(
+        postgres_url, writable_wiki: WritableWiki, tmp_path):
+    """The wiki's identity uses Overseer's bot password, which may read the suppression log (and nothing
+    hidden): the feed's reader reads that log in the same requests, and a suppressed comment and editor leave
+    the node's store as a revision deletion's do, with no per-page revisit."""
+    admin = writable_wiki.admin()
+    title = writable_wiki.unique_title("Feed suppressed page")
+    first = admin.edit(title, "first text", "a comment to suppress")
+    admin.edit(title, "second text", "edit")
+    hub = make_hub(postgres_url, "feed_suppress", tmp_path, {"BW_FEED_INTERVAL_S": str(FEED_INTERVAL_S)})
+    nodes: list[SpawnProcess] = []
+    try:
+        hub.start("first")
+        hub.put(f"/v1/identities/{WIKI_HOST}", {"credential": writable_wiki.overseer_credential})
+        nodes = start_nodes(hub, tmp_path, 1, {**SLOW_REVISITS,
+                                               "BW_CREDENTIALS_FILE": str(writable_wiki.credentials_file)})
+        tenant = hub.post("/v1/tenants", {"name": "feed", "quota": None})
+        sub = hub.post("/v1/subscriptions", {"tenant_id": tenant["id"], "wiki": writable_wiki.api_url,
+                                             "title": title})["id"]
+        wait_for(lambda: hub.get(f"/v1/subscriptions/{sub}")["revisions"] == 2
+                 and hub.get(f"/v1/subscriptions/{sub}")["settled"] is True, 60, 0.2, "the page harvested, settled")
+        store = SQLiteRevisionStore(str(tmp_path / "node-0" / "revisions.db"))
+        page = store.page_id(wiki_key(writable_wiki.api_url), title)
+        assert page is not None
+
+        def stored_first():
+            return next(r for r in store.history(wiki_key(writable_wiki.api_url), page) if r.rev_id == first)
+        assert stored_first().comment == "a comment to suppress" and stored_first().user == "Admin"
+
+        suppressor(writable_wiki, admin).revisiondelete([first], hide=("comment", "user"), suppress=True)
+        suppressed_at = time.monotonic()
+        wait_for(lambda: stored_first().comment_hidden and stored_first().user_hidden, 30, 0.2,
+                 "the suppressed fields gone from the store")
+        took = time.monotonic() - suppressed_at
+        row = stored_first()
+        assert row.comment is None and row.user is None and row.user_id is None
+        assert took < 15, took      # a feed read and a poll or two, not the day-long revisit
+        assert admin.history(title)[0].get("suppressed") is True        # the wiki's own account
+        # nothing secret left the node: the hub and its API know the credential by name only
+        identity = hub.get(f"/v1/identities/{WIKI_HOST}")
+        assert identity["credential"] == writable_wiki.overseer_credential and identity.get("auth_error") is None
+        assert "password" not in str(identity)
     finally:
         for node in nodes:
             node.stop()

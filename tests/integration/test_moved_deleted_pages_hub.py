@@ -7,18 +7,19 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
+from urllib.parse import urlsplit
 
 import pytest
 
 from shared.hashing import source_uuid
-from tests.fixtures.writable_wiki import AdminApi
+from tests.fixtures.writable_wiki import API_URL, AdminApi
 from tests.integration.coordination_support import SECRET, new_schema_url, wait_for
 from tests.integration.test_hub_e2e import ADMIN_TOKEN, INTERVAL_S, spawn as spawn_process
 from tests.support.hub import HubProcesses
 from tests.support.processes import SpawnProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-WIKI_HOST = "127.0.0.1:8782"
+WIKI_HOST = urlsplit(API_URL).netloc
 FAST_REVISITS = {"BW_REVISIT_MIN_S": "0.5", "BW_REVISIT_MAX_S": "2"}
 
 

@@ -17,7 +17,7 @@ from spawn.mediawiki import MediaWikiClient
 from spawn.wiki_session import wiki_session
 from tests.fixtures.writable_wiki import AdminApi, api_call
 from tests.integration.spawn.test_upstream_budget import paced_client, unique_agent
-from tests.support.record_change_feed import import_xml
+from tests.support.record_change_feed import import_xml, suppressor
 
 pytestmark = pytest.mark.integration
 
@@ -216,3 +216,34 @@ def test_the_feed_reads_through_the_identity_budget_with_the_deployments_user_ag
     assert len(queries) == 2 and all(r.identity_class == "auth" and r.status == 200 for r in queries)
     assert all("maxlag=5" in r.uri and "rcprop=ids%7Ctitle%7Ctimestamp%7Cloginfo" in r.uri for r in queries)
     assert budget.use().requests == len(logged)
+
+
+def test_a_suppression_reaches_the_reader_whose_identity_may_read_its_log(feed, admin, writable_wiki):
+    """Suppression never reaches recentchanges. A reader whose identity holds `suppressionlog` (Overseer's bot
+    password) reads the suppression log in the same requests, and places each entry once in the feed's order;
+    an anonymous reader of the same span hears nothing of it."""
+    allowed = ChangeFeed(paced_client(writable_wiki.api_url, unique_agent("suppression log"),
+                                      writable_wiki.credentials_file, writable_wiki.overseer_credential)[0])
+    title = writable_wiki.unique_title("Feed suppressed")
+    first = admin.edit(title, "first text", "a comment to suppress")
+    admin.edit(title, "second text", "edit")
+    since = head_after(feed, writable_wiki, title)
+    suppressor(writable_wiki, admin).revisiondelete([first], hide=("comment", "user"), suppress=True)
+    page = page_id(admin, title)
+
+    deadline = time.monotonic() + SETTLE_S
+    while not (mine := [e for e in allowed.read(since).events if e.page_id == page]) \
+            and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert [bare(e) for e in mine] == [VisibilityChanged(
+        rcid=0, timestamp=EPOCH, page_id=page, ns=0, title=title, rev_ids=(first,), hidden_before=frozenset(),
+        hidden_after=frozenset({"comment", "user"}), suppressed=True)]
+    (event,) = mine
+    assert FeedPosition(event.timestamp, event.rcid) > since
+    # the wiki's own account: an administrator no longer sees the comment either
+    assert admin.history(title)[0].get("commenthidden") is True and admin.history(title)[0].get("suppressed")
+    # read on from where that read ended: placed once
+    position = allowed.read(since).position
+    assert [e for e in allowed.read(position).events if e.page_id == page] == []
+    # an identity without the right: the same span holds nothing about the page
+    assert events_of(feed.read(since), {page}) == []

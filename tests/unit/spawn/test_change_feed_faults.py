@@ -53,3 +53,37 @@ def test_attempts_at_a_broken_answer_are_bounded_and_the_position_stays(feed):
     with pytest.raises(BadResponse, match="malformed recentchanges answer"):
         feed.read(SINCE)
     assert len(responses.calls) == 3
+
+
+SUPPRESSED = json.loads((pathlib.Path(__file__).parent / "recentchanges_writable_wiki.json").read_text())[
+    "logevents"]["suppress user"]          # 2026-11-24T07:08:18Z, after SINCE's second
+
+
+@responses.activate
+def test_the_suppression_log_is_read_in_the_same_request_and_placed_once(feed):
+    responses.get(API, json=answer(ITEMS["create"], ITEMS["edit"], query={
+        "recentchanges": [ITEMS["create"], ITEMS["edit"]], "logevents": [SUPPRESSED]}))
+    read = feed.read(SINCE)
+    assert len(responses.calls) == 1
+    sent = responses.calls[0].request.params
+    assert sent["list"] == "recentchanges|logevents" and sent["letype"] == "suppress"
+    assert sent["lestart"] == "20261124070816" and sent["ledir"] == "newer"
+    (edit, hidden) = read.events
+    assert edit.rcid == 74 and hidden.suppressed and hidden.rev_ids == (217,) and hidden.newly_hidden == {"user"}
+    # past the last entry read and nothing left unread: the read ends at the entry's place
+    assert FeedPosition(hidden.timestamp, hidden.rcid) == FeedPosition.parse("20261124070818|0") == read.position
+    # read again from there: the same entry comes back from the log and is not placed twice
+    responses.get(API, json=answer(query={"recentchanges": [], "logevents": [SUPPRESSED]}))
+    responses.get(API, json=answer(ITEMS["create"]))        # the newest entry at or before the position's second
+    again = feed.read(read.position)
+    assert again.events == () and again.gap is None
+
+
+@responses.activate
+def test_a_continued_answer_without_the_list_that_was_complete_is_read(feed):
+    responses.get(API, json=answer(query={"recentchanges": [ITEMS["create"]], "logevents": []},
+                                   **{"continue": {"lecontinue": "x", "continue": "-||"}}))
+    responses.get(API, json={"batchcomplete": True, "curtimestamp": "2026-11-24T07:09:00Z",
+                             "query": {"logevents": [SUPPRESSED]}})
+    read = feed.read(SINCE)
+    assert [e.rev_ids for e in read.events] == [(217,)] and len(responses.calls) == 2

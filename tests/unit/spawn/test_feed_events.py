@@ -72,6 +72,12 @@ def test_a_suppression_from_the_suppression_log_reads_like_a_revision_deletion()
                                       hidden_before=frozenset(), hidden_after=frozenset({"user"}), suppressed=True)
 
 
+def test_a_page_deleted_with_suppression_is_a_deletion():
+    # the suppression log's shape of a deletion: the same entry as delete/delete under type "suppress"
+    entry = {**RECORDED["logevents"]["suppress user"], "action": "delete", "params": {}}
+    assert parse(from_logevent(entry)) == PageDeleted(**page(0, "07:08:18", 59, "suppressed"))
+
+
 @pytest.mark.parametrize("name", sorted(RECORDED["unrelated"]))
 def test_what_changes_no_history_is_no_event(name):
     assert parse(RECORDED["unrelated"][name]) is None
