@@ -102,9 +102,11 @@ class ChangeFeed:
             if batch.more is None or batches >= self.max_batches:
                 placed = place(logged, since, position, complete=batch.more is None, seen=self._suppressions)
                 self._suppressions, self._read_to = placed.seen, placed.position
-                return FeedRead(tuple(events) + placed.events, placed.position, more=batch.more is not None,
+                # one order, the feed's: a page's changes merge at their newest place (spawn.feed_changes)
+                ordered = sorted([*events, *placed.events], key=lambda e: (e.timestamp, e.rcid))
+                return FeedRead(tuple(ordered), placed.position, more=batch.more is not None,
                                 entries=entries, now=batch.now)
-            batch = self._batch({**params, **batch.more}, **kw)
+            batch = self._batch({**params, **batch.more}, continued=True, **kw)
             batches += 1
 
     def _older(self, since: FeedPosition, **kw) -> FeedPosition | None:
@@ -112,21 +114,29 @@ class ChangeFeed:
         batch = self._batch({"rcdir": "older", "rclimit": "1", "rcstart": since.token.split("|")[0]}, **kw)
         return batch.entries[0][0] if batch.entries else None
 
-    def _batch(self, params: dict, **kw) -> _Batch:
+    def _batch(self, params: dict, *, continued: bool = False, **kw) -> _Batch:
         request = {"list": "recentchanges", "rcprop": RCPROP, "rctype": RCTYPE, "curtimestamp": "1", **params}
-        batch = self.client.query(request, parse=_parse_batch, **{"demand": self.demand, **kw})
+        parse = _parse_continued if continued else _parse_batch
+        batch = self.client.query(request, parse=parse, **{"demand": self.demand, **kw})
         self.requests += 1
         return batch
 
 
-def _parse_batch(body: dict) -> _Batch:
+def _parse_continued(body: dict) -> _Batch:
+    """A continued answer: MediaWiki leaves out a list that was complete before (`continue` names it)."""
+    return _parse_batch(body, continued=True)
+
+
+def _parse_batch(body: dict, continued: bool = False) -> _Batch:
     """The answer's entries with their events, validated whole: a bad answer is fetched again, never read
-    in part. A continued answer leaves out the list that was complete before."""
+    in part."""
     query = body.get("query")
     items: list
-    more: object
-    if isinstance(query, dict) and "recentchanges" not in query and isinstance(query.get("logevents"), list):
-        items, more = [], body.get("continue")
+    if continued and isinstance(query, dict) and "recentchanges" not in query:
+        items = []
+        more = body.get("continue")
+        if more is not None and not isinstance(more, dict):
+            raise BadResponse("'continue' is not an object")
     else:
         items, more = listed(body, "recentchanges")
     log = query.get("logevents", []) if isinstance(query, dict) else []
@@ -139,7 +149,7 @@ def _parse_batch(body: dict) -> _Batch:
                   for entry in log]
     except (KeyError, TypeError, ValueError, AttributeError) as exc:     # MalformedItem is a ValueError
         raise BadResponse(f"malformed recentchanges answer: {exc!r}") from None
-    return _Batch(entries, more if isinstance(more, dict) else None, now, logged)
+    return _Batch(entries, more, now, logged)
 
 
 def _when(value: object) -> datetime:

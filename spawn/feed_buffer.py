@@ -70,6 +70,12 @@ def report(buf: Buffer, *, error: str | None = None, requests: int = 0) -> FeedR
     changes = buf.changes[:MAX_REPORTED]
     position, covered = buf.position, buf.covered_to
     if len(changes) < len(buf.changes):
+        # never between changes of one place (suppression log entries of one second share theirs): the
+        # position reported vouches for everything up to it, and the hub skips what comes at or before it
+        cut = len(changes)
+        while cut > 1 and buf.changes[cut - 1].at == buf.changes[cut].at:
+            cut -= 1
+        changes = buf.changes[:cut]
         position = FeedPosition.parse(changes[-1].at)
         covered = position.timestamp
     return FeedReport(since=_token(buf.base), position=_token(position), changes=changes,

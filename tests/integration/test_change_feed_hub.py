@@ -3,6 +3,7 @@ nodes harvesting pages of the writable wiki, whose per-page revisits are an hour
 therefore reaches the store through the wiki's feed alone: read once for the cluster by one node, routed by
 the hub to the node fetching the page. The admin API shows the feed (reader, position, watermark, lag) and
 each subscription's freshness watermark; a restarted hub goes on from the feed position it persisted."""
+import json
 import time
 from datetime import datetime, timezone
 
@@ -157,7 +158,8 @@ def test_a_suppression_leaves_the_store_within_a_feed_cycle_when_the_identity_ma
         # nothing secret left the node: the hub and its API know the credential by name only
         identity = hub.get(f"/v1/identities/{WIKI_HOST}")
         assert identity["credential"] == writable_wiki.overseer_credential and identity.get("auth_error") is None
-        assert "password" not in str(identity)
+        secret = json.loads(writable_wiki.credentials_file.read_text())[writable_wiki.overseer_credential]["password"]
+        assert secret not in json.dumps(identity) and secret not in json.dumps(hub.get("/v1/feeds"))
     finally:
         for node in nodes:
             node.stop()

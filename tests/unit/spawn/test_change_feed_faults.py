@@ -81,9 +81,32 @@ def test_the_suppression_log_is_read_in_the_same_request_and_placed_once(feed):
 
 @responses.activate
 def test_a_continued_answer_without_the_list_that_was_complete_is_read(feed):
+    # MediaWiki leaves a finished module out of the continued answer, and says so in `continue`
     responses.get(API, json=answer(query={"recentchanges": [ITEMS["create"]], "logevents": []},
-                                   **{"continue": {"lecontinue": "x", "continue": "-||"}}))
+                                   **{"continue": {"lecontinue": "20261124070818|86", "continue": "-||recentchanges"}}))
     responses.get(API, json={"batchcomplete": True, "curtimestamp": "2026-11-24T07:09:00Z",
                              "query": {"logevents": [SUPPRESSED]}})
     read = feed.read(SINCE)
     assert [e.rev_ids for e in read.events] == [(217,)] and len(responses.calls) == 2
+    again = responses.calls[1].request.params
+    assert again["lecontinue"] == "20261124070818|86" and again["continue"] == "-||recentchanges"
+
+
+@responses.activate
+def test_a_first_answer_without_the_feed_is_fetched_again(feed):
+    responses.get(API, json={"batchcomplete": True, "curtimestamp": "2026-11-24T07:09:00Z",
+                             "query": {"logevents": []}})
+    responses.get(API, json=answer(ITEMS["create"], ITEMS["edit"]))
+    assert [e.rcid for e in feed.read(SINCE).events] == [74] and len(responses.calls) == 2
+
+
+@responses.activate
+def test_a_suppression_goes_between_the_entries_around_it(feed):
+    """The read's events in the feed's order: a page's changes merge at their newest place, so a suppression
+    listed after a later edit must not come last."""
+    later = {**ITEMS["protect"], "timestamp": "2026-11-24T07:08:19Z"}
+    responses.get(API, json=answer(query={"recentchanges": [ITEMS["create"], ITEMS["edit"], later],
+                                          "logevents": [SUPPRESSED]}))
+    read = feed.read(SINCE)
+    assert [(e.timestamp.second, e.rcid) for e in read.events] == [(16, 74), (18, 0), (19, 90)]
+    assert read.position == FeedPosition.parse("20261124070819|90")

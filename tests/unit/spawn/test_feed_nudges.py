@@ -290,6 +290,21 @@ def test_a_report_is_bounded_and_then_vouches_only_for_what_it_carries():
     assert report.covered_to == FeedPosition.parse(report.position).timestamp.isoformat()
 
 
+def test_a_bounded_report_never_ends_between_changes_of_one_place():
+    """Suppression log entries of one second share a place: a cut among them would report a position that
+    vouches for the ones left out, which the hub would then skip."""
+    n = feed_buffer.MAX_REPORTED
+    events = [edit(i, f"Page {i}") for i in range(1, n - 1)]
+    shared = FeedPosition(T + timedelta(seconds=n), 0)
+    events += [replace(edit(n, f"Hidden {k}"), timestamp=shared.timestamp, rcid=0) for k in range(4)]
+    buf = feed_buffer.after_read(feed_buffer.start(FeedPosition(T, 0)), events, shared, more=False, now=T)
+    report = feed_buffer.report(buf)
+    assert len(report.changes) == n - 2 and report.position == report.changes[-1].at < shared.token
+    # acknowledged there, the four of one place are all kept for the next report
+    after = feed_buffer.acknowledge(buf, FeedPosition.parse(report.position))
+    assert [c.title for c in feed_buffer.report(after).changes] == [f"Hidden {k}" for k in range(4)]
+
+
 def test_a_gap_is_reported_until_acknowledged_past_it():
     buf = feed_buffer.start(FeedPosition(T, 5))
     gap = FeedGap(T.isoformat(), (T + timedelta(days=1)).isoformat())

@@ -87,3 +87,8 @@ def test_a_second_read_from_where_the_first_ended_places_nothing_twice():
 def test_seen_ids_are_dropped_with_the_seconds_left_behind():
     placed = place([hidden(1, 2), hidden(2, 9)], pos(0, 1), pos(9, 5), complete=True, seen={})
     assert set(placed.seen) == {2}
+
+
+def test_entries_of_one_second_go_in_log_id_order():
+    placed = place([hidden(2, 6), hidden(1, 6)], pos(0, 10), pos(9, 20), complete=False, seen={})
+    assert [e.rev_ids for e in placed.events] == [(71,), (72,)]
