@@ -26,9 +26,8 @@ class Params:
     horizon_s: float = 4.0         # plan a slot's next hold once its current one ends this soon (2 polls)
     cycle_s: float = 900.0         # shares are balanced over this span; holds are kept this long after
     # the holder keeps its slot while it is at most this much slot-time behind the node furthest below its
-    # share: every handover idles the slot for the gap plus the clock-skew margins at both ends, so three
-    # holds' worth (docs/upstream.md: one hold's worth handed 100 nodes on three slots 87 % of the budget)
-    keep_s: float = 45.0
+    # share: every handover idles the slot for the gap plus the clock-skew margins at both ends
+    keep_s: float = 15.0
     pause_jitter_s: float = 2.0    # a node resumes after a pause up to this much later than the others
 
 
