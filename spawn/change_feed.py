@@ -11,11 +11,12 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import partial
 
 from spawn.feed_events import Event, from_logevent, parse
 from spawn.feed_position import FeedPosition, Gap, gap, still_holds
-from spawn.suppression_log import Logged, place
 from spawn.mediawiki import BadResponse, MediaWikiClient, listed
+from spawn.suppression_log import Logged, place
 from spawn.upstream_budget import FRESH, Demand
 
 logger = logging.getLogger(__name__)
@@ -79,7 +80,7 @@ class ChangeFeed:
             self._suppressions = {}     # an earlier start: what was placed may never have reached the hub
         params: dict = {"rcdir": "newer", "rclimit": self.limit, "rccontinue": since.token,
                         "list": "recentchanges|logevents", "letype": "suppress", "leprop": LEPROP,
-                        "ledir": "newer", "lelimit": self.limit, "lestart": since.token.split("|")[0]}
+                        "ledir": "newer", "lelimit": self.limit, "lestart": since.second}
         batch = self._batch(params, **kw)
         first = batch.entries[0][0] if batch.entries else None
         older = None if still_holds(since, first) else self._older(since, **kw)
@@ -102,34 +103,30 @@ class ChangeFeed:
             if batch.more is None or batches >= self.max_batches:
                 placed = place(logged, since, position, complete=batch.more is None, seen=self._suppressions)
                 self._suppressions, self._read_to = placed.seen, placed.position
-                # one order, the feed's: a page's changes merge at their newest place (spawn.feed_changes)
-                ordered = sorted([*events, *placed.events], key=lambda e: (e.timestamp, e.rcid))
-                return FeedRead(tuple(ordered), placed.position, more=batch.more is not None,
+                if placed.events:       # one order, the feed's: a page's changes merge at their newest place
+                    events = sorted([*events, *placed.events], key=lambda e: (e.timestamp, e.rcid))
+                return FeedRead(tuple(events), placed.position, more=batch.more is not None,
                                 entries=entries, now=batch.now)
             batch = self._batch({**params, **batch.more}, continued=True, **kw)
             batches += 1
 
     def _older(self, since: FeedPosition, **kw) -> FeedPosition | None:
         """The newest entry at or before the position's second, if the feed still holds one."""
-        batch = self._batch({"rcdir": "older", "rclimit": "1", "rcstart": since.token.split("|")[0]}, **kw)
+        batch = self._batch({"rcdir": "older", "rclimit": "1", "rcstart": since.second}, **kw)
         return batch.entries[0][0] if batch.entries else None
 
     def _batch(self, params: dict, *, continued: bool = False, **kw) -> _Batch:
         request = {"list": "recentchanges", "rcprop": RCPROP, "rctype": RCTYPE, "curtimestamp": "1", **params}
-        parse = _parse_continued if continued else _parse_batch
-        batch = self.client.query(request, parse=parse, **{"demand": self.demand, **kw})
+        batch = self.client.query(request, parse=partial(_parse_batch, continued=continued),
+                                  **{"demand": self.demand, **kw})
         self.requests += 1
         return batch
 
 
-def _parse_continued(body: dict) -> _Batch:
-    """A continued answer: MediaWiki leaves out a list that was complete before (`continue` names it)."""
-    return _parse_batch(body, continued=True)
-
-
 def _parse_batch(body: dict, continued: bool = False) -> _Batch:
     """The answer's entries with their events, validated whole: a bad answer is fetched again, never read
-    in part."""
+    in part. A `continued` answer may leave out a list that was complete before (MediaWiki's `continue`
+    names it)."""
     query = body.get("query")
     items: list
     if continued and isinstance(query, dict) and "recentchanges" not in query:

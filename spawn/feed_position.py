@@ -26,7 +26,12 @@ class FeedPosition:
     @property
     def token(self) -> str:
         """The persisted form, also the `rccontinue` value that resumes here."""
-        return f"{self.timestamp.astimezone(timezone.utc).strftime(_MW_FORMAT)}|{self.rcid}"
+        return f"{self.second}|{self.rcid}"
+
+    @property
+    def second(self) -> str:
+        """The position's second as the API takes it (`rcstart`, `lestart`)."""
+        return self.timestamp.astimezone(timezone.utc).strftime(_MW_FORMAT)
 
     @classmethod
     def parse(cls, token: str) -> FeedPosition:

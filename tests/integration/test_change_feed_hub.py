@@ -10,9 +10,9 @@ from datetime import datetime, timezone
 import pytest
 
 from shared.hashing import source_uuid, wiki_key
+from shared.revisions.sqlite_store import SQLiteRevisionStore
 from tests.fixtures.writable_wiki import WritableWiki
 from tests.integration.coordination_support import wait_for
-from shared.revisions.sqlite_store import SQLiteRevisionStore
 from tests.integration.test_moved_deleted_pages_hub import WIKI_HOST, make_hub, start_nodes
 from tests.support.processes import SpawnProcess
 from tests.support.record_change_feed import import_xml, suppressor
