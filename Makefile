@@ -22,6 +22,7 @@ services: venv
 	scripts/services/mediawiki-writable.sh up
 	scripts/services/mediawiki-chwiki.sh up
 	scripts/services/nginx.sh up
+	scripts/services/faketime.sh up
 
 services-down:
 	-scripts/services/nginx.sh down

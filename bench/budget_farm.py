@@ -119,7 +119,7 @@ class SimSpawn:
                          for i, s in self.sources.items())
             boot_id = self.boot_id
         return StatusReport(node_id=self.node_id, boot_id=boot_id, attached=True, subscriptions=subs,
-                            sources=len(subs), identities=self.budgets.report()).to_dict()
+                            sources=len(subs), identities=self.budgets.report(), clock=time.time()).to_dict()
 
     def budget_round(self, round_: BudgetRound) -> tuple[int, dict]:
         """POST /v1/budgets, as spawn.node.Node answers it: the Budgets applied, the identities' use now."""

@@ -34,6 +34,7 @@ from bench import edge_use, long_history
 from bench.budget_farm import Farm, send_json
 from bench.common import cassandra_keyspace, heading, pg_database, seeded_articles, table, verdict
 from blackwidow.router import node_for
+from shared.config import DEFAULT_MAX_CLOCK_SKEW_S
 from shared.hashing import node_id_for, source_uuid
 from shared.wire import SubscriptionSpec
 from tests.e2e.cluster import DETACH_AFTER_S, Cluster
@@ -65,7 +66,7 @@ BACKFILL_UNDER_WAY = 1_000       # revisions stored before the first edit
 FRESH_EDITS = 3
 REVISIT_S = 10.0                 # both runs revisit a caught-up page every 10 s (BW_REVISIT_MIN_S = MAX_S)
 REVISIT_ENV = {"BW_REVISIT_MIN_S": str(REVISIT_S), "BW_REVISIT_MAX_S": str(REVISIT_S)}
-SKEW_S = 0.5                # BW_MAX_CLOCK_SKEW_S's default, on the hub and the simulated spawns alike
+SKEW_S = DEFAULT_MAX_CLOCK_SKEW_S     # on the hub and the simulated spawns alike
 
 
 def user_agent(kind: str) -> str:

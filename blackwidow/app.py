@@ -64,7 +64,7 @@ def create_app(config: HubConfig, *, sessionmaker: Sessionmaker, metrics_port: i
     app.add_route("/", RootResource())
     app.add_route("/dashboard", page)
     app.add_route("/dashboard/{name}", page, suffix="asset")
-    app.add_route("/v1/dashboard", DashboardResource())
+    app.add_route("/v1/dashboard", DashboardResource(config))
     return app
 
 

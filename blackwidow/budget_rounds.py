@@ -17,7 +17,7 @@ from blackwidow import fencing
 from blackwidow.poller import PollerState
 from blackwidow.spawn_client import SpawnClient, SpawnError
 from blackwidow.store import identities
-from blackwidow.upstream import rounds
+from blackwidow.upstream import clock_check, rounds
 from blackwidow.upstream import tick as upstream_tick
 from shared.budget_wire import BudgetRound
 from shared.config import HubConfig
@@ -55,7 +55,8 @@ def _round(sessionmaker, client: SpawnClient, config: HubConfig, state: PollerSt
     nodes = state.cache.snapshot.nodes
     with sessionmaker() as session:
         snapshot = identities.load(session, reported={i for uses in state.uses.values() for i in uses})
-    plans = upstream_tick.plan_budgets(snapshot, state.uses, live, now, upstream_tick.params(config))
+    trusted = clock_check.trusted(live, state.clocks, config.max_clock_skew_s)
+    plans = upstream_tick.plan_budgets(snapshot, state.uses, trusted, now, upstream_tick.params(config))
     deliver = rounds.deliveries(plans, state.sent)
     talk = sorted((set(deliver) | rounds.awaited(state.sent, state.uses) | ask) & live & set(nodes) - silent)
     if not talk:

@@ -16,6 +16,7 @@ from blackwidow import reload, router
 from blackwidow.quota import leasing, limits
 from blackwidow.sends import Outcome
 from blackwidow.store.coordination import AssignmentView, Snapshot, SubscriptionView, LIVE
+from blackwidow.upstream.clock_check import ClockReading
 from shared.config import HubConfig
 from shared.states import NODE_REPORTED, SubState
 from shared.wire import StatusReport, SubscriptionStatus
@@ -43,6 +44,7 @@ class Polled:
     failed: frozenset[str] = frozenset()
     statuses: Mapping[str, Mapping[str, SubscriptionStatus]] | None = None
     changed: Mapping[str, frozenset[str] | None] = field(default_factory=dict)
+    clocks: Mapping[str, ClockReading] = field(default_factory=dict)    # per answering node, when it said
 
     def by_node(self) -> Mapping[str, Mapping[str, SubscriptionStatus]]:
         if self.statuses is not None:

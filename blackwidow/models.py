@@ -116,6 +116,10 @@ class Node(Base):
     restarts: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default="0")
     restarts_since: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     quarantined_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # the node's wall clock less the hub's at its last answered poll, and how far off that may be (half the
+    # round trip): blackwidow.upstream.clock_check
+    clock_offset_s: Mapped[float | None] = mapped_column(Float, nullable=True)
+    clock_error_s: Mapped[float | None] = mapped_column(Float, nullable=True)
 
 
 class Assignment(Base):

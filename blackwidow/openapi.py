@@ -89,7 +89,14 @@ SCHEMAS = {
         "id": _ID, "url": {"type": "string"}, "state": {"type": "string"},
         "last_seen": {**_NULL_TS, "description": "Last successful poll."}, "registered_at": _TS,
         "consecutive_failures": {"type": "integer"},
-        "subscriptions": {"type": "integer", "description": "Subscriptions assigned to it."}}),
+        "subscriptions": {"type": "integer", "description": "Subscriptions assigned to it."},
+        "clock": {**_obj({
+            "offset_s": {"type": "number", "description": "The node's wall clock less the hub's at its last poll."},
+            "error_s": {"type": "number", "description": "How far off offset_s may be: half the poll's round trip."},
+            "bound_s": {"type": "number", "description": "BW_MAX_CLOCK_SKEW_S."},
+            "trusted": {"type": "boolean", "description": "Upstream budgets give the node slot holds: its clock "
+                        "is not certainly beyond bound_s (docs/upstream.md, \"Clocks\")."}}),
+                  "nullable": True, "description": "Not measured yet: null."}}),
     "RegistrationAck": _obj({"id": _ID, "poll_interval_s": {"type": "number"},
                              "detach_after_s": {"type": "number"}, "orphan_after_s": {"type": "number"}}),
     "Health": _obj({"status": {"type": "string", "enum": ["ok", "unavailable"]},

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Collection, Container, Iterable, Mapping, Sequence
 
 from blackwidow.reload import copies
+from blackwidow.upstream.clock_check import ClockReading
 from blackwidow.store.coordination import AssignmentView, SubscriptionView
 from shared.dump_wire import CatchUpDuty, DumpDuty
 from shared.feed_wire import FeedDuty, Nudge
@@ -128,6 +129,7 @@ class Merged:
     report: StatusReport
     statuses: dict[str, SubscriptionStatus]      # the report's statuses by id
     changed: frozenset[str] | None               # the ids a delta named (changed or removed); None: whole
+    clock: ClockReading | None = None            # the node's clock against the hub's (the poll's best reading)
 
 
 def merge(answers: list[StatusReport], known: Mapping[str, SubscriptionStatus] | None = None) -> StatusReport:

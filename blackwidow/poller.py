@@ -12,14 +12,14 @@ import logging
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Callable, Mapping
 
 from blackwidow import dump_tick, feed_tick, fencing, poll_pages, reload, sends, tick_scope
 from blackwidow.decide import Decision, Polled, Rules, Settlement, decide, liveness, settle
 from blackwidow.store import changes, feeds as feeds_store, identities
-from blackwidow.upstream import rounds as upstream_rounds, tick as upstream_tick
+from blackwidow.upstream import clock_check, rounds as upstream_rounds, tick as upstream_tick
 from blackwidow.upstream.allocate import Plan
 from blackwidow.leadership import holder_id
 from blackwidow.metrics import SchedulerMetrics
@@ -61,6 +61,9 @@ class PollerState:
     page_keys: int = 0              # ticks that wrote a page key
     # what the last tick left unsettled (blackwidow.tick_scope); None: the next tick looks at everything
     carry: frozenset[str] | None = None
+    # {node id: its clock against the hub's, from its last answered poll that said} (upstream.clock_check)
+    clocks: dict[str, clock_check.ClockReading] = field(default_factory=dict)
+    clock_off: frozenset[str] = frozenset()      # the nodes left out of upstream budgets for their clocks
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,21 @@ class TickResult:
     reasons: Mapping[str, int] = field(default_factory=dict)     # puts and drops by reason (reload.Plan)
     looked_at: int | None = None     # subscriptions a scoped tick looked at (None: every one; tick_scope)
     nudged: frozenset[str] = frozenset()     # nodes that took change-feed nudges this tick
+
+
+def budget_nodes(state: PollerState, live: frozenset[str], config: HubConfig) -> frozenset[str]:
+    """The live nodes upstream budgets may give new slot holds: those whose clocks are not certainly off
+    (blackwidow.upstream.clock_check). Logs each node leaving that set and coming back."""
+    trusted = clock_check.trusted(live, state.clocks, config.max_clock_skew_s)
+    off = live - trusted
+    for nid in sorted(off - state.clock_off):
+        c = state.clocks[nid]
+        logger.warning("node.clock_off", extra={"node": nid, "offset_s": round(c.offset_s, 3),
+                                                "error_s": round(c.error_s, 3), "bound_s": config.max_clock_skew_s})
+    for nid in sorted(state.clock_off & trusted):
+        logger.info("node.clock_ok", extra={"node": nid})
+    state.clock_off = off
+    return trusted
 
 
 @without_cyclic_gc
@@ -128,7 +146,8 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
     live_ids = frozenset(n.id for n in live)
     stages.end("load")
     leases = leasing.plan_grants(before, snap, live_ids, leasing.params_for(config), at.timestamp(), state.quota)
-    budgets = upstream_tick.plan_budgets(upstream, state.uses, live_ids, at.timestamp(), upstream_tick.params(config))
+    budgets = upstream_tick.plan_budgets(upstream, state.uses, budget_nodes(state, live_ids, config), at.timestamp(),
+                                         upstream_tick.params(config))
     if leases.any or budgets:
         # written before the polls carry them: a crash or a new leader must not forget a grant or a slot hold
         with sessionmaker.begin() as session:
@@ -150,6 +169,7 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
     read = feed_tick.read_reports(state.feed, feeds, polled, snap, live_ids, at, metrics, _routes_version(state))
     state.feed.feeds, pushed = feed_tick.push_nudges(spawn_client, read, polled, snap, live_ids)
     stages.end("feeds")
+    state.clocks = {nid: c for nid, c in state.clocks.items() if nid in live_ids} | dict(polled.clocks)
     state.uses = {nid: r.identities for nid, r in polled.reports.items()} | \
         {nid: use for nid, use in state.uses.items() if nid in polled.failed}
     state.sent = {nid: held for nid, held in state.sent.items() if nid in live_ids}
@@ -264,7 +284,7 @@ def _record(session, snap: Snapshot, at: datetime, leases: leasing.LeaseRound, p
     """Write the tick's outcome; returns what it wrote (assignments, deleted assignments, subscription
     changes), for the cached snapshot."""
     nodes = decision.nodes
-    store.record_node_polls(session, at, ok=nodes.ok, failed=nodes.failures, dead=nodes.dead)
+    store.record_node_polls(session, at, ok=nodes.ok, failed=nodes.failures, dead=nodes.dead, clocks=polled.clocks)
     for node_id, report in sorted(polled.reports.items()):
         if report.identities:       # pauses (429, maxlag) and refused credentials, for every node's next budget
             identities.record_use(session, node_id, report.identities, now=at.timestamp(), skew_s=skew_s)
@@ -331,11 +351,14 @@ def _poll_nodes(client: SpawnClient, live: list[store.NodeView], snap: Snapshot,
     reports: dict[str, StatusReport] = {}
     statuses: dict[str, Mapping[str, SubscriptionStatus]] = {}
     changed: dict[str, frozenset[str] | None] = {}
+    clocks: dict[str, clock_check.ClockReading] = {}
     failed: set[str] = set()
     for node, outcome in _each(poll, live):
         if isinstance(outcome, poll_pages.Merged):
             metrics.polls.labels("ok").inc()
             reports[node.id], statuses[node.id], changed[node.id] = outcome.report, outcome.statuses, outcome.changed
+            if outcome.clock is not None:
+                clocks[node.id] = outcome.clock
             if node.boot_id is not None and outcome.report.boot_id != node.boot_id:
                 logger.info("node.restarted", extra={"node": node.id, "url": node.url})
         else:
@@ -343,7 +366,7 @@ def _poll_nodes(client: SpawnClient, live: list[store.NodeView], snap: Snapshot,
             failed.add(node.id)
             logger.warning("node.poll_failed", extra={"node": node.id, "url": node.url, "error": str(outcome),
                                                       "failures": node.consecutive_failures + 1})
-    return Polled(reports, frozenset(failed), statuses, changed)
+    return Polled(reports, frozenset(failed), statuses, changed, clocks)
 
 
 def _poll_node(client: SpawnClient, node: store.NodeView, ids: list[str], leases: Mapping[str, Lease],
@@ -356,25 +379,34 @@ def _poll_node(client: SpawnClient, node: store.NodeView, ids: list[str], leases
     pages = poll_pages.split(ids, paging.page_ids)
     round_id = uuid.uuid4().hex
     answers: list[StatusReport] = []
+    readings: list[clock_check.ClockReading | None] = []
     after: str | None = None
     index = 0
+
+    def timed(poll: Poll) -> StatusReport:
+        sent = time.time()
+        answer = client.poll(node.url, poll)
+        readings.append(None if answer.clock is None else clock_check.reading(sent, time.time(), answer.clock))
+        return answer
+
     while True:
         poll = poll_pages.request(node.id, pages, index, round_id, leases, budgets, after, paging,
                                   known.token if known is not None else None, feeds, dumps)
         try:
-            answer = client.poll(node.url, poll)
+            answer = timed(poll)
         except SpawnRejected as exc:
             if exc.status != 422 or index or poll.page is None:
                 raise
-            whole = client.poll(node.url, Poll(node_id=node.id, assigned=tuple(sorted(ids)), leases=leases,
-                                               budgets=budgets, feeds=feeds.duties, changes=feeds.changes,
-                                               followed=feeds.followed, dumps=dumps.files,
-                                               catch_up=dumps.catch_up, members=dumps.members))
-            return poll_pages.Merged(whole, {s.id: s for s in whole.subscriptions}, None)
+            whole = timed(Poll(node_id=node.id, assigned=tuple(sorted(ids)), leases=leases, budgets=budgets,
+                               feeds=feeds.duties, changes=feeds.changes, followed=feeds.followed,
+                               dumps=dumps.files, catch_up=dumps.catch_up, members=dumps.members))
+            return poll_pages.Merged(whole, {s.id: s for s in whole.subscriptions}, None,
+                                     clock_check.narrowest(readings))
         answers.append(poll_pages.sharing_specs(answer, specs))
         try:
             if not poll_pages.more(index, len(pages), answer, after):
-                return poll_pages.merged(answers, known.statuses if known is not None else None)
+                merged = poll_pages.merged(answers, known.statuses if known is not None else None)
+                return replace(merged, clock=clock_check.narrowest(readings))
         except poll_pages.PagingError as exc:
             raise SpawnBadResponse(f"status report: {exc}", node_url=node.url) from None
         after = poll_pages.cursor(after, answer)

@@ -11,6 +11,7 @@ from blackwidow.store.feeds import FeedView
 from blackwidow.store.nodes import NodeLoad
 from blackwidow.store.pagination import as_utc
 from blackwidow.store.tenants import TenantUsage
+from blackwidow.upstream.clock_check import ClockReading, certainly_off
 from shared.wire import STATES
 
 
@@ -111,11 +112,22 @@ def dump_file(f: FileView) -> dict:
             "reported_at": timestamp(f.reported_at), "finished_at": timestamp(f.finished_at)}
 
 
-def node(load: NodeLoad) -> dict:
+def node(load: NodeLoad, skew_s: float) -> dict:
     n = load.node
     return {"id": n.id, "url": n.url, "state": n.state, "last_seen": timestamp(n.last_seen),
             "registered_at": timestamp(n.registered_at), "consecutive_failures": n.consecutive_failures,
-            "subscriptions": int(load.subscriptions)}
+            "subscriptions": int(load.subscriptions), "clock": clock(n.clock_offset_s, n.clock_error_s, skew_s)}
+
+
+def clock(offset_s: float | None, error_s: float | None, skew_s: float) -> dict | None:
+    """The node's wall clock less the hub's at its last poll, within +- error_s; `trusted`: upstream budgets
+    give it slot holds (not certainly beyond BW_MAX_CLOCK_SKEW_S). None: not measured (no poll answered yet,
+    or a spawn that does not say its clock)."""
+    if offset_s is None or error_s is None:
+        return None
+    reading = ClockReading(offset_s - error_s, offset_s + error_s)
+    return {"offset_s": round(offset_s, 3), "error_s": round(error_s, 3), "bound_s": skew_s,
+            "trusted": not certainly_off(reading, skew_s)}
 
 
 def page(items: list[dict], next_cursor: str | None) -> dict:
@@ -127,12 +139,12 @@ def reload(r: Reload) -> dict:
             "at": timestamp(r.at)}
 
 
-def dashboard(data: DashboardData, *, state: str | None, now: datetime) -> dict:
+def dashboard(data: DashboardData, *, state: str | None, now: datetime, skew_s: float) -> dict:
     """Every subscription state appears, zero or not, in the wire protocol's order."""
     marks = {f.wiki: f.watermark for f in data.feeds}
     return {
         "generated_at": timestamp(now),
-        "nodes": [node(n) for n in data.nodes],
+        "nodes": [node(n, skew_s) for n in data.nodes],
         "subscriptions": {
             "total": sum(data.subscription_states.values()),
             "revisions": int(data.revisions),

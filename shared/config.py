@@ -68,6 +68,10 @@ def get(env: Mapping[str, str], key: str, cast: Callable = str, default=_MISSING
 
 
 DEFAULT_DATA_DIR = ".run/data"
+# NTP-disciplined hosts keep their clocks within milliseconds of each other (chrony on Amazon's Time Sync
+# Service: well under one), so a tenth of a second is wide; the hub checks every node against it at each poll
+# (blackwidow.upstream.clock_check) and gives a node certainly beyond it no upstream slot
+DEFAULT_MAX_CLOCK_SKEW_S = 0.1
 # Wikis a subscription may name (the hub) and the exact host[:port] entries that may be internal
 # addresses (the hub and the spawns alike: shared.wiki_hosts)
 DEFAULT_WIKI_ALLOWLIST = ("*.wikipedia.org", "*.wikimedia.org", "*.wiktionary.org", "*.wikidata.org")
@@ -110,7 +114,7 @@ def common_from_env(env: Mapping[str, str]) -> dict:
         cassandra_write_consistency=get(env, "BW_CASSANDRA_WRITE_CONSISTENCY", _consistency, "LOCAL_QUORUM"),
         cassandra_read_consistency=get(env, "BW_CASSANDRA_READ_CONSISTENCY", _consistency, "LOCAL_QUORUM"),
         revisions_sqlite=get(env, "BW_REVISIONS_SQLITE", str, os.path.join(data_dir, "revisions.db")),
-        max_clock_skew_s=get(env, "BW_MAX_CLOCK_SKEW_S", _non_negative_float, 0.5),
+        max_clock_skew_s=get(env, "BW_MAX_CLOCK_SKEW_S", _non_negative_float, DEFAULT_MAX_CLOCK_SKEW_S),
     )
 
 

@@ -440,6 +440,9 @@ class StatusReport:
     catch_up: Mapping[str, CatchUpReport] = field(default_factory=dict)     # {set id: report}, first page too
     # the category listings this node reads (shared.members_wire), first page too
     members: Mapping[str, MembersReport] = field(default_factory=dict)     # {set id: report}
+    # the node's wall clock (epoch seconds) while it built this report: the hub checks the node's clock
+    # against its own with it (blackwidow.upstream.clock_check); None: a spawn that does not say
+    clock: float | None = None
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -460,7 +463,7 @@ class StatusReport:
             d["catch_up"] = {set_id: report.to_dict() for set_id, report in self.catch_up.items()}
         if self.members:
             d["members"] = {set_id: report.to_dict() for set_id, report in self.members.items()}
-        for name in ("next", "token"):
+        for name in ("next", "token", "clock"):
             if d[name] is None:
                 d.pop(name)
         if not self.delta:
@@ -494,6 +497,7 @@ class StatusReport:
             dumps=keyed(body, "dumps", DumpReport.from_dict),
             catch_up=keyed(body, "catch_up", CatchUpReport.from_dict),
             members=keyed(body, "members", MembersReport.from_dict),
+            clock=_number_or(body, "clock", None),
         )
 
 

@@ -191,7 +191,8 @@ class Node:
                             feeds=self.feeds.reports() if self.feeds is not None and first else {},
                             dumps=self.dumps.reports() if self.dumps is not None and first else {},
                             catch_up=self.catch_up.reports() if self.catch_up is not None and first else {},
-                            members=self.members.reports() if self.members is not None and first else {})
+                            members=self.members.reports() if self.members is not None and first else {},
+                            clock=time.time())      # the wall clock the budget windows are read on
 
     def attachment(self) -> Attachment:
         failure = self._registration_failure

@@ -7,6 +7,7 @@ import falcon
 from blackwidow import representations, store, validation
 from blackwidow.models import utcnow
 from blackwidow.resources.identities import identity
+from shared.config import HubConfig
 from shared.errors import NotFound
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
@@ -24,12 +25,15 @@ PAGE_HEADERS = {
 class DashboardResource:
     """GET /v1/dashboard (admin token); ?state= narrows the recent subscriptions."""
 
+    def __init__(self, config: HubConfig):
+        self._config = config
+
     def on_get(self, req, resp) -> None:
         state = validation.parse_state(validation.parse_query(req.params, ("state",)).get("state"))
         now = utcnow()
         data = store.dashboard_data(req.context.session, state=state, now=now.timestamp())
-        resp.media = {**representations.dashboard(data, state=state, now=now),
-                      "identities": [identity(view, now.timestamp()) for view in data.identities]}
+        board = representations.dashboard(data, state=state, now=now, skew_s=self._config.max_clock_skew_s)
+        resp.media = {**board, "identities": [identity(view, now.timestamp()) for view in data.identities]}
         resp.cache_control = ["no-store"]
 
 

@@ -36,7 +36,9 @@ class NodesResource:
 
     def on_get(self, req, resp) -> None:
         validation.parse_query(req.params, ())
-        resp.media = {"items": [representations.node(n) for n in store.list_nodes(req.context.session)]}
+        resp.media = {"items": [representations.node(n, self._config.max_clock_skew_s)
+                                for n in store.list_nodes(req.context.session)]}
 
     def on_get_item(self, req, resp, node_id) -> None:
-        resp.media = representations.node(store.get_node(req.context.session, str(node_id)))
+        node = store.get_node(req.context.session, str(node_id))
+        resp.media = representations.node(node, self._config.max_clock_skew_s)

@@ -121,7 +121,16 @@
       cell(ago(n.last_seen, data.generated_at)),
       cell(count(n.consecutive_failures), "num"),
       cell(count(n.subscriptions), "num"),
+      cell(clockText(n.clock)),
     ])), "No spawn has registered yet.");
+  }
+
+  // The node's clock against the hub's (docs/upstream.md, "Clocks"): beyond the bound, it gets no upstream slot.
+  function clockText(clock) {
+    if (!clock) return "not measured";
+    const ms = (s) => Math.round(s * 1000) + " ms";
+    const text = (clock.offset_s >= 0 ? "+" : "") + ms(clock.offset_s) + " \u00b1 " + ms(clock.error_s);
+    return clock.trusted ? text : text + " (over " + ms(clock.bound_s) + ": no upstream slot)";
   }
 
   function renderSubscriptions(data) {

@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 
 from blackwidow.models import Assignment, Node, Reload, Subscription
 from blackwidow.store.upserts import upsert
+from blackwidow.upstream.clock_check import ClockReading
 from shared.hashing import wiki_key
 from shared.wire import SubscriptionSpec
 
@@ -202,9 +203,14 @@ class _Views:
 
 
 def record_node_polls(session: Session, at: datetime, ok: Mapping[str, str],
-                      failed: Mapping[str, int], dead: Iterable[str]) -> None:
-    """ok: {node_id: boot_id} of answered polls; failed: {node_id: consecutive failures}; dead: removed nodes."""
-    _update_rows(session, _NODES, ("id",), ("boot_id",), list(ok.items()),
+                      failed: Mapping[str, int], dead: Iterable[str],
+                      clocks: Mapping[str, ClockReading] | None = None) -> None:
+    """ok: {node_id: boot_id} of answered polls; failed: {node_id: consecutive failures}; dead: removed nodes;
+    clocks: what the answered polls read of the nodes' clocks (a node absent: no reading)."""
+    clocks = clocks or {}
+    rows = [(nid, boot, *((clocks[nid].offset_s, clocks[nid].error_s) if nid in clocks else (None, None)))
+            for nid, boot in ok.items()]
+    _update_rows(session, _NODES, ("id",), ("boot_id", "clock_offset_s", "clock_error_s"), rows,
                  where=(_NODES.c.state == LIVE,),
                  constants={"last_seen": at, "consecutive_failures": 0})
     dead = set(dead)

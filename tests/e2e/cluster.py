@@ -20,8 +20,9 @@ class Spawn:
     """One spawn node: a fixed port, so a restart keeps its URL and node id, and its current process."""
 
     def __init__(self, cluster: "Cluster", index: int, *, port: int | None = None,
-                 advertise_url: str | None = None, hub_url: str | None = None):
+                 advertise_url: str | None = None, hub_url: str | None = None, env: dict | None = None):
         self.cluster = cluster
+        self.env = env or {}                        # this node's own, over the cluster's spawn_env
         self.index = index
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -32,7 +33,7 @@ class Spawn:
         self.procs: list[SpawnProcess] = []       # every process this node ran, oldest first
 
     def start(self) -> "Spawn":
-        self.proc = SpawnProcess(self.hub_url, self.cluster.spawn_env,
+        self.proc = SpawnProcess(self.hub_url, {**self.cluster.spawn_env, **self.env},
                                  self.cluster.run_dir / f"spawn{self.index}-{len(self.procs) + 1}.log",
                                  port=self.port, advertise_url=self.advertise_url)
         self.procs.append(self.proc)
@@ -86,7 +87,7 @@ class Cluster:
         return self
 
     def add_spawn(self, **options) -> Spawn:
-        """A started spawn; options as for Spawn (port, advertise_url, hub_url)."""
+        """A started spawn; options as for Spawn (port, advertise_url, hub_url, env)."""
         spawn = Spawn(self, len(self.spawns) + 1, **options)
         self.spawns.append(spawn)
         return spawn.start()

@@ -132,6 +132,8 @@ def test_operator_sees_nodes_states_quotas_and_reloads(seeded_hub, tmp_path):
     assert nodes["http://127.0.0.1:8701"][3].endswith(" s ago")
     assert nodes["http://127.0.0.1:8702"][3] in ("1 min ago", "2 min ago")
     assert nodes["http://127.0.0.1:8703"][3].endswith(" min ago")
+    assert [row[6] for row in nodes.values()] == [
+        "+4 ms \u00b1 1 ms", "+2500 ms \u00b1 2 ms (over 100 ms: no upstream slot)", "not measured"]
 
     subs = page.body_rows("subscriptions")
     assert [row[:5] for row in subs[:3]] == [

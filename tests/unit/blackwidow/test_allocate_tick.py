@@ -16,7 +16,7 @@ def _config(**env) -> HubConfig:
 
 def test_params_follow_the_poll_interval_and_the_clock_skew():
     p = params(_config())
-    assert (p.window_s, p.handover_s, p.horizon_s, p.cycle_s, p.pause_jitter_s) == (15.0, 1.0, 4.0, 900.0, 2.0)
+    assert (p.window_s, p.handover_s, p.horizon_s, p.cycle_s, p.pause_jitter_s) == (15.0, 0.2, 4.0, 900.0, 2.0)
     p = params(_config(BW_POLL_INTERVAL_S="10", BW_MAX_CLOCK_SKEW_S="1", BW_BUDGET_WINDOW_S="5"))
     assert (p.window_s, p.handover_s, p.horizon_s) == (22.0, 2.0, 20.0)      # a hold outlasts the horizon
 

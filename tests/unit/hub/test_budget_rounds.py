@@ -10,7 +10,7 @@ import pytest
 import sqlalchemy as sa
 
 from blackwidow import budget_rounds, poller
-from blackwidow.models import IdentityWindow
+from blackwidow.models import IdentityWindow, Node
 from blackwidow.spawn_client import SpawnUnreachable
 from blackwidow.store.nodes import register_node
 from blackwidow.upstream.limits import binding_rate, default_limits
@@ -32,6 +32,7 @@ class Nodes:
         self.uses: dict[str, IdentityUse] = {}
         self.budgets: dict[str, Budget] = {}
         self.rounds: list[tuple[float, str, dict[str, Budget]]] = []      # (round's time, node, budgets)
+        self.clock_off: dict[str, float] = {}           # node -> how far its wall clock is ahead of the hub's
 
     def _apply(self, node: str, budgets) -> dict[str, IdentityUse]:
         new = budgets.get(HOST)
@@ -48,7 +49,8 @@ class Nodes:
     def poll(self, node_url, poll):
         node = self.ids[node_url]
         return StatusReport(node_id=node, boot_id=f"boot-{node}", attached=True,
-                            identities=self._apply(node, poll.budgets))
+                            identities=self._apply(node, poll.budgets),
+                            clock=time.time() + self.clock_off.get(node, 0.0))
 
     def budget_round(self, node_url, round_):
         node = self.ids[node_url]
@@ -173,3 +175,24 @@ def test_a_node_that_does_not_answer_a_round_is_left_to_the_next_tick(hub, hub_m
     nodes.budget_round = budget_round                 # type: ignore[method-assign]
     rounds(1.75, nudged={"b"})
     assert [node for t, node, _ in nodes.rounds if t < 0] == [a]     # asked once, then left alone
+
+
+def test_a_node_whose_clock_is_certainly_off_gets_no_slot_until_it_is_back_within_the_bound(hub, hub_maker):
+    ids, nodes, state, tick, rounds = hub
+    a, b = ids["a"], ids["b"]
+    nodes.uses[a] = IdentityUse(backfill={"t": 30})       # a wants far more: the allocation would prefer it
+    nodes.uses[b] = IdentityUse(backfill={"t": 1})
+    nodes.clock_off[a] = 2.0                               # BW_MAX_CLOCK_SKEW_S is 0.1 by default
+    for _ in range(3):
+        tick()
+    rounds(1.0)
+    assert {h.node for h in holds(hub_maker)} == {b} and not nodes.budgets.get(a, Budget(0, HOST)).windows
+    assert state.clock_off == {a}
+    with hub_maker() as session:
+        row = {n.id: n for n in session.scalars(sa.select(Node))}
+    assert row[a].clock_offset_s == pytest.approx(2.0, abs=0.05) and row[a].clock_error_s < 0.05
+    assert abs(row[b].clock_offset_s) < 0.05
+    nodes.clock_off[a] = 0.0                               # NTP caught up: a takes turns again
+    tick()
+    tick()
+    assert state.clock_off == frozenset()

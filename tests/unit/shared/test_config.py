@@ -36,7 +36,7 @@ def test_spawns_read_the_hubs_wiki_allowlist_with_the_same_default():
 
 
 def test_both_process_kinds_read_the_clock_skew_allowance():
-    assert SpawnConfig.from_env({"BW_NODE_SECRET": "n"}).max_clock_skew_s == 0.5
+    assert SpawnConfig.from_env({"BW_NODE_SECRET": "n"}).max_clock_skew_s == 0.1
     hub = HubConfig.from_env({"BW_ADMIN_TOKEN": "a", "BW_NODE_SECRET": "n", "BW_MAX_CLOCK_SKEW_S": "0.25"})
     assert hub.max_clock_skew_s == 0.25
     with pytest.raises(ConfigError, match="BW_MAX_CLOCK_SKEW_S"):
