@@ -26,6 +26,12 @@ from shared.hashing import source_uuid, stable_hash
 MAX_NUDGES_PER_POLL = 5_000
 # Tenants a reader's requests are counted under in the identity's freshness lane
 MAX_DUTY_TENANTS = 20
+# the span over which the slot time each node held is compared when placing a reader (reader_for), and the part
+# of it one node must have held, and for how long, to take the feed over: only a node that is all but alone at the
+# slot, not one of several taking turns (each move costs a read again and a turn of the slot)
+READER_LOOKBACK_S = 60.0
+HELD_NEARLY_ALL = 0.9
+HELD_AT_LEAST_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -64,30 +70,40 @@ class Wanted:
 
 
 def reader_for(wiki: str, live: Iterable[str], current: str | None = None,
-               waiting: Mapping[str, int] | None = None) -> str | None:
+               waiting: Mapping[str, int] | None = None, held: Mapping[str, float] | None = None) -> str | None:
     """The node that reads the wiki's feed: one with far more requests waiting for the wiki's identity
     (`waiting`: {node: sources waiting or in flight}) than the current reader (more than twice as many and two
     more: a move costs a read again and a turn of the slot, so a few pages nudged here or there must not move
-    it), else the current reader while it is live, else the highest rendezvous weight."""
+    it), or one that held nearly all of the identity's slot time lately (`held`: {node: slot-seconds over the
+    last READER_LOOKBACK_S}; HELD_NEARLY_ALL of it, HELD_AT_LEAST_S at least), else the current reader while it
+    is live, else the highest rendezvous weight. A read waits for a slot like backfill, so a reader on a node
+    that rarely holds one reads only at that node's turns: one long history backfilling elsewhere (one source
+    waiting, holding the slot for minutes) would leave the feed unread between them."""
     nodes = sorted(live)
     if not nodes:
         return None
-    waiting = waiting or {}
+    waiting, held = waiting or {}, held or {}
     base = current if current in nodes else max(nodes, key=lambda node: stable_hash(f"feed\n{wiki}\n{node}"))
     busiest = max(nodes, key=lambda node: (waiting.get(node, 0), node == base, node))
-    return busiest if waiting.get(busiest, 0) > 2 * waiting.get(base, 0) + 2 else base
+    if waiting.get(busiest, 0) > 2 * waiting.get(base, 0) + 2:
+        return busiest
+    holder = max(nodes, key=lambda node: (held.get(node, 0.0), node == base, node))
+    most = held.get(holder, 0.0)
+    return holder if most >= HELD_AT_LEAST_S and most >= HELD_NEARLY_ALL * sum(held.values()) else base
 
 
 def duties(feeds: Mapping[str, WikiFeedState], wanted: Mapping[str, Wanted], live: Iterable[str],
            interval_s: float, waiting: Mapping[str | None, Mapping[str, int]] | None = None,
-           ) -> dict[str, dict[str, FeedDuty]]:
+           held: Mapping[str | None, Mapping[str, float]] | None = None) -> dict[str, dict[str, FeedDuty]]:
     """{node: {wiki: FeedDuty}}: each wanted wiki's feed on its reader, from the acknowledged position.
-    `waiting`: {identity: {node: sources waiting}} from the nodes' last reports."""
+    `waiting`: {identity: {node: sources waiting}} from the nodes' last reports; `held`: {identity: {node:
+    slot-seconds held over the last READER_LOOKBACK_S}}."""
     nodes = sorted(live)
     out: dict[str, dict[str, FeedDuty]] = {}
     for wiki, want in sorted(wanted.items()):
         state = feeds.get(wiki, WikiFeedState())
-        node = reader_for(wiki, nodes, state.reader, (waiting or {}).get(want.identity))
+        node = reader_for(wiki, nodes, state.reader, (waiting or {}).get(want.identity),
+                          (held or {}).get(want.identity))
         if node is None:
             continue
         out.setdefault(node, {})[wiki] = FeedDuty(state.acked, interval_s, want.identity,

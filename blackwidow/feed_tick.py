@@ -59,9 +59,11 @@ class FeedRound:
 
 
 def plan_round(memory: FeedMemory, snap: Snapshot, seq: int, uses: Mapping[str, Mapping[str, IdentityUse]],
-               live: frozenset[str], config: HubConfig, at: datetime) -> FeedRound:
+               live: frozenset[str], config: HubConfig, at: datetime,
+               held: Mapping[str | None, Mapping[str, float]] | None = None) -> FeedRound:
     """The feeds' part of this tick's polls; the readers it names are kept in `memory.feeds`. `seq`: the change
-    number `snap` is as of; `uses`: each node's latest `StatusReport.identities`."""
+    number `snap` is as of; `uses`: each node's latest `StatusReport.identities`; `held`: {identity: {node:
+    slot-seconds held over the last feed_plan.READER_LOOKBACK_S}}."""
     if config.feed_interval_s <= 0 or memory.feeds is None:
         return FeedRound()
     if memory.wanted is None or memory.wanted[0] != seq:
@@ -73,7 +75,7 @@ def plan_round(memory: FeedMemory, snap: Snapshot, seq: int, uses: Mapping[str, 
     for node, node_uses in uses.items():
         for identity, use in node_uses.items():
             waiting.setdefault(identity, {})[node] = sum(use.fresh.values()) + sum(use.backfill.values())
-    duties = feed_plan.duties(memory.feeds, wanted, live, config.feed_interval_s, waiting)
+    duties = feed_plan.duties(memory.feeds, wanted, live, config.feed_interval_s, waiting, held)
     memory.feeds = _new_readers_spent_nothing(memory.feeds, feed_plan.with_readers(memory.feeds, duties))
     return FeedRound(duties, feed_plan.outgoing(memory.feeds), feed_plan.followed(memory.feeds, wanted, at, stale_s))
 

@@ -16,11 +16,12 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Callable, Mapping
 
-from blackwidow import dump_tick, feed_tick, fencing, poll_pages, reload, sends, tick_scope
+from blackwidow import dump_tick, feed_plan, feed_tick, fencing, poll_pages, reload, sends, tick_scope
 from blackwidow.decide import Decision, Polled, Rules, Settlement, decide, liveness, settle
 from blackwidow.store import changes, feeds as feeds_store, identities
 from blackwidow.upstream import clock_check, rounds as upstream_rounds, tick as upstream_tick
 from blackwidow.upstream.allocate import Plan
+from blackwidow.upstream.slots import held_seconds
 from blackwidow.leadership import holder_id
 from blackwidow.metrics import SchedulerMetrics
 from blackwidow.quota import leasing, store as quota_store
@@ -159,7 +160,10 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
 
     paging = poll_pages.Paging(config.poll_page_ids, config.report_page_items)
     state.reports = {nid: known for nid, known in state.reports.items() if nid in live_ids}
-    feeds = feed_tick.plan_round(state.feed, snap, state.cache.seq, state.uses, live_ids, config, at)
+    held: dict[str | None, dict[str, float]] = {
+        identity: held_seconds(s.holds, at.timestamp() - feed_plan.READER_LOOKBACK_S, at.timestamp())
+        for identity, s in upstream.identities.items()}
+    feeds = feed_tick.plan_round(state.feed, snap, state.cache.seq, state.uses, live_ids, config, at, held)
     dumps = dump_tick.plan(dumps_loaded, live_ids, at, config)
     polled = _poll_nodes(spawn_client, live, snap, metrics, leases, budgets, paging, state.reports, feeds,
                          candidates=state.carry, dumps=dumps.parts)

@@ -34,6 +34,15 @@ class Hold:
         return max(0.0, min(self.end, hi) - max(self.start, lo))
 
 
+def held_seconds(holds: Iterable[Hold], lo: float, hi: float) -> dict[str, float]:
+    """{node: slot-seconds its holds cover within [lo, hi)}: where an identity's requests were sent from lately."""
+    out: dict[str, float] = {}
+    for h in holds:
+        if h.overlap(lo, hi) > 0:
+            out[h.node] = out.get(h.node, 0.0) + h.overlap(lo, hi)
+    return out
+
+
 def node_windows(holds: Iterable[Hold], node: str, now: float, limit: int = 2) -> tuple[Window, ...]:
     """The first `limit` windows of `node` not ended at `now`: the pieces over which the number of slots it
     holds (and their rate) is constant, adjacent equal pieces merged. A window never claims more than the

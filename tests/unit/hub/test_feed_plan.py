@@ -41,6 +41,19 @@ READERS = [
     ("one page waiting elsewhere does not", ["a", "b"], "a", {"b": 1}, "a"),
 ]
 
+# live nodes, current reader, {node: sources waiting}, {node: slot-seconds held lately}, expected reader
+HOLDERS = [
+    ("one long history holding the slot elsewhere takes it: the feed is read in its holds",
+     ["a", "b"], "a", {"b": 1}, {"b": 55.0}, "b"),
+    ("the reader holding as much stays", ["a", "b"], "a", {"b": 1}, {"a": 30.0, "b": 30.0}, "a"),
+    ("turns of a few seconds do not move it", ["a", "b", "c"], "a", {}, {"a": 4.0, "b": 9.0, "c": 6.0}, "a"),
+    ("nodes taking turns do not move it", ["a", "b"], "a", {}, {"a": 10.0, "b": 31.0}, "a"),
+    ("nearly all of the last minute's slot time takes it", ["a", "b"], "a", {}, {"a": 3.0, "b": 52.0}, "b"),
+    ("alone at the slot, but not for long yet", ["a", "b"], "a", {}, {"b": 20.0}, "a"),
+    ("a holder that is not live is not chosen", ["a", "b"], "a", {}, {"z": 60.0}, "a"),
+    ("far more waiting still wins first", ["a", "b", "c"], "a", {"b": 9}, {"c": 60.0}, "b"),
+]
+
 
 @pytest.mark.parametrize("why, live, current, waiting, expected", READERS, ids=[r[0] for r in READERS])
 def test_the_reader_is_the_busiest_node_else_stays(why, live, current, waiting, expected):
@@ -49,6 +62,11 @@ def test_the_reader_is_the_busiest_node_else_stays(why, live, current, waiting, 
         assert expected in live
         assert feed_plan.reader_for(WIKI, list(reversed(live))) == expected        # order does not matter
     assert feed_plan.reader_for(WIKI, live, current, waiting) == expected
+
+
+@pytest.mark.parametrize("why, live, current, waiting, held, expected", HOLDERS, ids=[r[0] for r in HOLDERS])
+def test_the_reader_goes_where_the_slot_has_been(why, live, current, waiting, held, expected):
+    assert feed_plan.reader_for(WIKI, live, current, waiting, held) == expected
 
 
 def test_rendezvous_moves_only_the_feeds_a_joining_node_wins():
