@@ -80,7 +80,8 @@ def user_agent(mode: str) -> str:
 def kind(r: LoggedRequest) -> str:
     """What a logged request asked: the feed, a revisit check, a history read, or anything else."""
     query = parse_qs(urlsplit(r.uri).query)
-    if "recentchanges" in query.get("list", []):
+    # a feed read asks list=recentchanges|logevents (the suppression log rides along)
+    if "recentchanges" in {name for value in query.get("list", []) for name in value.split("|")}:
         return RC
     return {"info": INFO, "revisions": HISTORY}.get(query.get("prop", [""])[0], "other")
 

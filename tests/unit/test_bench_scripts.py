@@ -47,6 +47,21 @@ def test_a_logged_request_is_about_the_page_it_names(uri, page):
     assert page_of(uri) == page
 
 
+@pytest.mark.parametrize("uri, kind", [
+    ("/api.php?action=query&list=recentchanges&rclimit=500", "list=recentchanges"),
+    # a feed read with the suppression log in the same request is still one feed read
+    ("/api.php?action=query&list=recentchanges%7Clogevents&letype=suppress", "list=recentchanges"),
+    ("/api.php?action=query&list=logevents&letype=suppress", "other"),
+    ("/api.php?action=query&prop=info&pageids=51", "prop=info"),
+    ("/api.php?action=query&prop=revisions&pageids=51", "prop=revisions"),
+])
+def test_the_feed_benches_tell_a_feed_read_by_its_list(uri, kind):
+    from bench.feed_freshness import kind as kind_of
+    from tests.fixtures.edge import LoggedRequest
+    logged = LoggedRequest("", 0.0, "writable", "anon", "x", "ua", 200, 0.01, 0.01, "GET", uri, "", "")
+    assert kind_of(logged) == kind
+
+
 def test_shares_compare_each_tenant_with_its_weight():
     from bench.edge_use import shares
     assert shares({"a": 25, "b": 75}, {"a": 1.0, "b": 3.0}) == {"a": (0.25, 0.25), "b": (0.75, 0.75)}
