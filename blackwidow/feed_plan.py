@@ -84,12 +84,21 @@ def reader_for(wiki: str, live: Iterable[str], current: str | None = None,
         return None
     waiting, held = waiting or {}, held or {}
     base = current if current in nodes else max(nodes, key=lambda node: stable_hash(f"feed\n{wiki}\n{node}"))
-    busiest = max(nodes, key=lambda node: (waiting.get(node, 0), node == base, node))
-    if waiting.get(busiest, 0) > 2 * waiting.get(base, 0) + 2:
-        return busiest
+
+    def far_busier(than: str) -> str | None:
+        busiest = max(nodes, key=lambda node: (waiting.get(node, 0), node == than, node))
+        return busiest if waiting.get(busiest, 0) > 2 * waiting.get(than, 0) + 2 else None
+
+    busier = far_busier(base)
+    if busier is not None:
+        return busier
     holder = max(nodes, key=lambda node: (held.get(node, 0.0), node == base, node))
     most = held.get(holder, 0.0)
-    return holder if most >= HELD_AT_LEAST_S and most >= HELD_NEARLY_ALL * sum(held.values()) else base
+    # never to a node the waiting rule would take it from at the next tick: the two rules would toss it back
+    # and forth, a read again and a turn of the slot each time
+    if most >= HELD_AT_LEAST_S and most >= HELD_NEARLY_ALL * sum(held.values()) and far_busier(holder) is None:
+        return holder
+    return base
 
 
 def duties(feeds: Mapping[str, WikiFeedState], wanted: Mapping[str, Wanted], live: Iterable[str],

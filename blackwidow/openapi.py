@@ -93,9 +93,11 @@ SCHEMAS = {
         "clock": {**_obj({
             "offset_s": {"type": "number", "description": "The node's wall clock less the hub's at its last poll."},
             "error_s": {"type": "number", "description": "How far off offset_s may be: half the poll's round trip."},
+            "consensus_s": {"type": "number", "description": "What nodes are judged against: the median of the "
+                            "hub's own offset (0) and the live nodes' offsets."},
             "bound_s": {"type": "number", "description": "BW_MAX_CLOCK_SKEW_S."},
             "trusted": {"type": "boolean", "description": "Upstream budgets give the node slot holds: its clock "
-                        "is not certainly beyond bound_s (docs/upstream.md, \"Clocks\")."}}),
+                        "is not certainly beyond bound_s of consensus_s (docs/upstream.md, \"Clocks\")."}}),
                   "nullable": True, "description": "Not measured yet: null."}}),
     "RegistrationAck": _obj({"id": _ID, "poll_interval_s": {"type": "number"},
                              "detach_after_s": {"type": "number"}, "orphan_after_s": {"type": "number"}}),

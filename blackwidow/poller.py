@@ -100,14 +100,16 @@ class TickResult:
 
 
 def budget_nodes(state: PollerState, live: frozenset[str], config: HubConfig) -> frozenset[str]:
-    """The live nodes upstream budgets may give new slot holds: those whose clocks are not certainly off
-    (blackwidow.upstream.clock_check). Logs each node leaving that set and coming back."""
+    """The live nodes upstream budgets may give new slot holds, and change feeds readers: those whose clocks
+    are not certainly off (blackwidow.upstream.clock_check). Logs each node leaving that set and coming back."""
     trusted = clock_check.trusted(live, state.clocks, config.max_clock_skew_s)
     off = live - trusted
+    consensus = clock_check.reference(state.clocks[n].offset_s for n in live if n in state.clocks)
     for nid in sorted(off - state.clock_off):
         c = state.clocks[nid]
         logger.warning("node.clock_off", extra={"node": nid, "offset_s": round(c.offset_s, 3),
-                                                "error_s": round(c.error_s, 3), "bound_s": config.max_clock_skew_s})
+                                                "error_s": round(c.error_s, 3), "consensus_s": round(consensus, 3),
+                                                "bound_s": config.max_clock_skew_s})
     for nid in sorted(state.clock_off & trusted):
         logger.info("node.clock_ok", extra={"node": nid})
     state.clock_off = off
@@ -147,8 +149,8 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
     live_ids = frozenset(n.id for n in live)
     stages.end("load")
     leases = leasing.plan_grants(before, snap, live_ids, leasing.params_for(config), at.timestamp(), state.quota)
-    budgets = upstream_tick.plan_budgets(upstream, state.uses, budget_nodes(state, live_ids, config), at.timestamp(),
-                                         upstream_tick.params(config))
+    trusted = budget_nodes(state, live_ids, config)
+    budgets = upstream_tick.plan_budgets(upstream, state.uses, trusted, at.timestamp(), upstream_tick.params(config))
     if leases.any or budgets:
         # written before the polls carry them: a crash or a new leader must not forget a grant or a slot hold
         with sessionmaker.begin() as session:
@@ -163,7 +165,8 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
     held: dict[str | None, dict[str, float]] = {
         identity: held_seconds(s.holds, at.timestamp() - feed_plan.READER_LOOKBACK_S, at.timestamp())
         for identity, s in upstream.identities.items()}
-    feeds = feed_tick.plan_round(state.feed, snap, state.cache.seq, state.uses, live_ids, config, at, held)
+    # a reader on a node left out of the budgets for its clock would never read: readers go to the others
+    feeds = feed_tick.plan_round(state.feed, snap, state.cache.seq, state.uses, trusted, config, at, held)
     dumps = dump_tick.plan(dumps_loaded, live_ids, at, config)
     polled = _poll_nodes(spawn_client, live, snap, metrics, leases, budgets, paging, state.reports, feeds,
                          candidates=state.carry, dumps=dumps.parts)
@@ -173,7 +176,9 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
     read = feed_tick.read_reports(state.feed, feeds, polled, snap, live_ids, at, metrics, _routes_version(state))
     state.feed.feeds, pushed = feed_tick.push_nudges(spawn_client, read, polled, snap, live_ids)
     stages.end("feeds")
-    state.clocks = {nid: c for nid, c in state.clocks.items() if nid in live_ids} | dict(polled.clocks)
+    # a node that answered without a reading (a spawn that does not say its clock) has none any more
+    state.clocks = {nid: c for nid, c in state.clocks.items() if nid in live_ids and nid not in polled.reports} | \
+        dict(polled.clocks)
     state.uses = {nid: r.identities for nid, r in polled.reports.items()} | \
         {nid: use for nid, use in state.uses.items() if nid in polled.failed}
     state.sent = {nid: held for nid, held in state.sent.items() if nid in live_ids}

@@ -1,6 +1,6 @@
 """API output shapes of the store's rows. Pure: the one place that decides what clients see."""
 from datetime import datetime
-from typing import Mapping
+from typing import Iterable, Mapping
 
 from blackwidow.models import Reload, Subscription
 from blackwidow.dump_plan import set_state
@@ -11,7 +11,7 @@ from blackwidow.store.feeds import FeedView
 from blackwidow.store.nodes import NodeLoad
 from blackwidow.store.pagination import as_utc
 from blackwidow.store.tenants import TenantUsage
-from blackwidow.upstream.clock_check import ClockReading, certainly_off
+from blackwidow.upstream.clock_check import ClockReading, certainly_off, reference
 from shared.wire import STATES
 
 
@@ -112,22 +112,31 @@ def dump_file(f: FileView) -> dict:
             "reported_at": timestamp(f.reported_at), "finished_at": timestamp(f.finished_at)}
 
 
-def node(load: NodeLoad, skew_s: float) -> dict:
+def node(load: NodeLoad, skew_s: float, consensus_s: float = 0.0) -> dict:
+    """`consensus_s`: clock_consensus() of the nodes listed with it."""
     n = load.node
     return {"id": n.id, "url": n.url, "state": n.state, "last_seen": timestamp(n.last_seen),
             "registered_at": timestamp(n.registered_at), "consecutive_failures": n.consecutive_failures,
-            "subscriptions": int(load.subscriptions), "clock": clock(n.clock_offset_s, n.clock_error_s, skew_s)}
+            "subscriptions": int(load.subscriptions),
+            "clock": clock(n.clock_offset_s, n.clock_error_s, skew_s, consensus_s)}
 
 
-def clock(offset_s: float | None, error_s: float | None, skew_s: float) -> dict | None:
+def clock_consensus(loads: Iterable[NodeLoad]) -> float:
+    """What the scheduler judges nodes' clocks against (clock_check.reference), from the live nodes' last
+    readings."""
+    return reference(load.node.clock_offset_s for load in loads
+                     if load.node.state == "live" and load.node.clock_offset_s is not None)
+
+
+def clock(offset_s: float | None, error_s: float | None, skew_s: float, consensus_s: float) -> dict | None:
     """The node's wall clock less the hub's at its last poll, within +- error_s; `trusted`: upstream budgets
-    give it slot holds (not certainly beyond BW_MAX_CLOCK_SKEW_S). None: not measured (no poll answered yet,
-    or a spawn that does not say its clock)."""
+    give it slot holds (not certainly beyond BW_MAX_CLOCK_SKEW_S of the nodes' consensus). None: not measured
+    (no poll answered yet, or a spawn that does not say its clock)."""
     if offset_s is None or error_s is None:
         return None
     reading = ClockReading(offset_s - error_s, offset_s + error_s)
-    return {"offset_s": round(offset_s, 3), "error_s": round(error_s, 3), "bound_s": skew_s,
-            "trusted": not certainly_off(reading, skew_s)}
+    return {"offset_s": round(offset_s, 3), "error_s": round(error_s, 3), "consensus_s": round(consensus_s, 3),
+            "bound_s": skew_s, "trusted": not certainly_off(reading, skew_s, consensus_s)}
 
 
 def page(items: list[dict], next_cursor: str | None) -> dict:
@@ -144,7 +153,7 @@ def dashboard(data: DashboardData, *, state: str | None, now: datetime, skew_s: 
     marks = {f.wiki: f.watermark for f in data.feeds}
     return {
         "generated_at": timestamp(now),
-        "nodes": [node(n, skew_s) for n in data.nodes],
+        "nodes": [node(n, skew_s, clock_consensus(data.nodes)) for n in data.nodes],
         "subscriptions": {
             "total": sum(data.subscription_states.values()),
             "revisions": int(data.revisions),

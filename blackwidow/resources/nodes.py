@@ -36,9 +36,11 @@ class NodesResource:
 
     def on_get(self, req, resp) -> None:
         validation.parse_query(req.params, ())
-        resp.media = {"items": [representations.node(n, self._config.max_clock_skew_s)
-                                for n in store.list_nodes(req.context.session)]}
+        loads = store.list_nodes(req.context.session)
+        consensus = representations.clock_consensus(loads)
+        resp.media = {"items": [representations.node(n, self._config.max_clock_skew_s, consensus) for n in loads]}
 
     def on_get_item(self, req, resp, node_id) -> None:
         node = store.get_node(req.context.session, str(node_id))
-        resp.media = representations.node(node, self._config.max_clock_skew_s)
+        consensus = representations.clock_consensus(store.list_nodes(req.context.session))
+        resp.media = representations.node(node, self._config.max_clock_skew_s, consensus)

@@ -52,6 +52,7 @@ HOLDERS = [
     ("alone at the slot, but not for long yet", ["a", "b"], "a", {}, {"b": 20.0}, "a"),
     ("a holder that is not live is not chosen", ["a", "b"], "a", {}, {"z": 60.0}, "a"),
     ("far more waiting still wins first", ["a", "b", "c"], "a", {"b": 9}, {"c": 60.0}, "b"),
+    ("and the holder does not take it back from there", ["a", "b", "c"], "b", {"b": 9}, {"c": 60.0}, "b"),
 ]
 
 
