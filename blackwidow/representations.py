@@ -153,7 +153,7 @@ def dashboard(data: DashboardData, *, state: str | None, now: datetime, skew_s: 
     marks = {f.wiki: f.watermark for f in data.feeds}
     return {
         "generated_at": timestamp(now),
-        "nodes": [node(n, skew_s, clock_consensus(data.nodes)) for n in data.nodes],
+        "nodes": [node(n, skew_s, consensus) for consensus in (clock_consensus(data.nodes),) for n in data.nodes],
         "subscriptions": {
             "total": sum(data.subscription_states.values()),
             "revisions": int(data.revisions),
