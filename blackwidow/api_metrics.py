@@ -14,6 +14,7 @@ from blackwidow.quota.store import tenant_quota_rows
 from blackwidow.representations import dump_progress
 from blackwidow.store.dumps import list_sets
 from blackwidow.store.stats import store_counts
+from shared.dump_wire import parse_time
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +71,10 @@ class StoreCollector:
         lag = GaugeMetricFamily("bw_set_catch_up_lag_seconds", "Seconds from a set's caught_up_to (every revision "
                                 "up to it is stored) to now, once its catch-up first reached the present.",
                                 labels=["set"])
+        census = GaugeMetricFamily("bw_set_census_shards", "A set's shards at its last census: proven (the stored "
+                                   "history equals the wiki's up to the cut) or not.", labels=["set", "state"])
+        census_age = GaugeMetricFamily("bw_set_census_age_seconds", "Seconds since a set's last census ended.",
+                                       labels=["set"])
         try:
             with self._maker() as session:
                 counts = store_counts(session)
@@ -100,7 +105,13 @@ class StoreCollector:
                 files.add_metric([view.id, state], sum(f.state == state for f in view.files))
             if view.catch_up is not None and view.catch_up.caught_up_to is not None:
                 lag.add_metric([view.id], max(0.0, time.time() - view.catch_up.caught_up_to.timestamp()))
-        yield from (up, subs, nodes, tenants, quota, used, leased, *sets, files, lag)
+            last = None if view.catch_up is None else view.catch_up.census_last
+            if last is not None and last.finished_at is not None:
+                proven = sum(p.proven for p in last.shards)
+                census.add_metric([view.id, "proven"], proven)
+                census.add_metric([view.id, "unproven"], last.shard_count - proven)
+                census_age.add_metric([view.id], max(0.0, time.time() - parse_time(last.finished_at).timestamp()))
+        yield from (up, subs, nodes, tenants, quota, used, leased, *sets, files, lag, census, census_age)
 
 
 def render(store_registry: CollectorRegistry) -> bytes:

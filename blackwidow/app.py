@@ -39,14 +39,15 @@ def create_app(config: HubConfig, *, sessionmaker: Sessionmaker, metrics_port: i
     app.add_route("/v1/tenants/{tenant_id:uuid}", tenants, suffix="item")
 
     subscriptions = SubscriptionsResource(max_body_bytes=config.max_body_bytes,
-                                          wiki_allowlist=config.wiki_allowlist)
+                                          wiki_allowlist=config.wiki_allowlist,
+                                          census_every_s=config.census_interval_s)
     app.add_route("/v1/subscriptions", subscriptions)
     app.add_route("/v1/subscriptions/bulk", subscriptions, suffix="bulk")
     app.add_route("/v1/subscriptions/{sub_id:uuid}", subscriptions, suffix="item")
 
     nodes = NodesResource(config)
     app.add_route("/v1/feeds", FeedsResource())
-    sets = SetsResource(max_body_bytes=config.max_body_bytes)
+    sets = SetsResource(max_body_bytes=config.max_body_bytes, census_every_s=config.census_interval_s)
     app.add_route("/v1/sets", sets)
     app.add_route("/v1/sets/{set_id:uuid}", sets, suffix="item")
     app.add_route("/v1/nodes", nodes)

@@ -23,6 +23,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, Callable, Iterable, Mapping, Protocol, TypeVar
 
+from blackwidow import census_plan
+from shared.census_wire import CensusReport
 from shared.dump_wire import (DONE, FAILED, CatchUpDuty, CatchUpReport, DumpDuty, DumpReport, Resume, parse_time,
                               wire_time)
 from shared.hashing import stable_hash, wiki_key
@@ -175,6 +177,8 @@ class CatchUpState:
     error: str | None = None
     reported_at: datetime | None = None
     namespaces: tuple[int, ...] | None = None
+    census_last: CensusReport | None = None         # blackwidow.census_plan
+    census_running: CensusReport | None = None
 
     def duty(self, interval_s: float) -> CatchUpDuty:
         position = None if self.position is None else wire_time(self.position)
@@ -187,7 +191,7 @@ def readers(sets: Mapping[str, CatchUpState], live: Iterable[str]) -> dict[str, 
     """Each catch-up with a live reader: its node while it lives, else the live node reading the fewest. A new
     reader starts its count at 0; what the last one wrote is kept."""
     return placed_readers(sets, live, lambda s, node: replace(s, node=node, revisions=s.revisions + s.current,
-                                                              current=0))
+                                                              current=0, census_running=None))
 
 
 S = TypeVar("S", bound="Placed[Any]")
@@ -235,8 +239,9 @@ def per_node(states: Mapping[str, Placed[D]], interval_s: float) -> dict[str, tu
     return {node: tuple(d) for node, d in out.items()}
 
 
-def catch_up_duties(sets: Mapping[str, CatchUpState], interval_s: float) -> dict[str, tuple[CatchUpDuty, ...]]:
-    return per_node(sets, interval_s)
+def catch_up_duties(sets: Mapping[str, CatchUpState], interval_s: float,
+                    census: census_plan.Settings) -> dict[str, tuple[CatchUpDuty, ...]]:
+    return census_plan.with_census(per_node(sets, interval_s), {k: s.census_last for k, s in sets.items()}, census)
 
 
 def caught_up(sets: Mapping[str, CatchUpState], reports: Mapping[str, Mapping[str, CatchUpReport]],
@@ -250,7 +255,8 @@ def caught_up(sets: Mapping[str, CatchUpState], reports: Mapping[str, Mapping[st
             continue
         # a reader that started again on the same node (its spawn restarted) counts from 0: keep what it wrote
         earlier = s.revisions + (s.current if report.revisions < s.current else 0)
-        out[sid] = replace(s, position=_later(s.position, report.position),
+        last, running = census_plan.absorbed(s.census_last, s.census_running, report.census)
+        out[sid] = replace(s, position=_later(s.position, report.position), census_last=last, census_running=running,
                            caught_up_to=_later(s.caught_up_to, report.caught_up_to), revisions=earlier,
                            current=report.revisions, requests=report.requests, error=report.error, reported_at=now)
     return out

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Mapping
 
-from blackwidow import dump_plan, members_plan
+from blackwidow import census_plan, dump_plan, members_plan
 from blackwidow.decide import Rules, failed_retry_delay
 from blackwidow.poll_pages import DumpPart
 from blackwidow.store import dumps as dumps_store
@@ -53,7 +53,8 @@ def plan(loaded: Loaded, live: frozenset[str], at: datetime, config: HubConfig) 
     files = dump_plan.placed(loaded.files, live, at, config.dump_files_per_node)
     catch_ups = dump_plan.readers(loaded.catch_ups, live)
     reading = dump_plan.duties(files)
-    following = dump_plan.catch_up_duties(catch_ups, config.feed_interval_s or DEFAULT_INTERVAL_S)
+    following = dump_plan.catch_up_duties(catch_ups, config.feed_interval_s or DEFAULT_INTERVAL_S,
+                                          census_plan.Settings(config.census_shards, config.census_interval_s))
     listings = members_plan.readers(loaded.listings, live)
     listing = members_plan.duties(listings, config.members_interval_s)
     parts = {node: DumpPart(reading.get(node, ()), following.get(node, ()), listing.get(node, ()))

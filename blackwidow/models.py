@@ -301,6 +301,9 @@ class WikiSet(Base):
     catchup_requests: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
     catchup_error: Mapped[str | None] = mapped_column(Text, nullable=True)
     catchup_reported_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # the census (docs/dumps.md): the last finished and the one running, as their reader reported them (JSON)
+    census_last: Mapped[str | None] = mapped_column(Text, nullable=True)
+    census_running: Mapped[str | None] = mapped_column(Text, nullable=True)
     # kind category (blackwidow.members_plan): the category, how deep its subcategories count, and its listing
     category: Mapped[str | None] = mapped_column(String(255), nullable=True)
     depth: Mapped[int | None] = mapped_column(Integer, nullable=True)

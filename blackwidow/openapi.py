@@ -176,6 +176,32 @@ SCHEMAS["WikiSet"] = _obj({
         "revisions_written": {"type": "integer"},
         "requests": {"type": "integer", "description": "Spent by its current reader."},
         "error": {"type": "string", "nullable": True}, "reported_at": _NULL_TS}, nullable=True),
+    "census": _obj({
+        "state": {"type": "string", "enum": ["running", "proven", "unproven"],
+                  "description": "proven: at the last census every shard's stored history equalled the wiki's "
+                                 "up to its cut; unproven: a shard differed (see per_shard)."},
+        "last": _obj({
+            "cut": _TS, "started_at": _TS, "finished_at": _TS,
+            "shards": {"type": "integer"}, "proven_shards": {"type": "integer"},
+            "pages": {"type": "integer"},
+            "revisions": {"type": "integer", "description": "The wiki's, up to the cut."},
+            "stored": {"type": "integer"},
+            "repaired": {"type": "integer", "description": "Written by the census: they were missing."},
+            "missing": {"type": "integer"},
+            "extra": {"type": "integer", "description": "Stored, not listed by the wiki."},
+            "requests": {"type": "integer"},
+            "per_shard": {"type": "array", "items": _obj({
+                "shard": {"type": "integer"}, "pages": {"type": "integer"}, "wiki": {"type": "integer"},
+                "stored": {"type": "integer"}, "repaired": {"type": "integer"}, "missing": {"type": "integer"},
+                "extra": {"type": "integer"}, "proven": {"type": "boolean"},
+                "extra_ids": {"type": "array", "items": {"type": "integer"}},
+                "missing_ids": {"type": "array", "items": {"type": "integer"}}})}}, nullable=True),
+        "running": _obj({"cut": _TS, "started_at": _TS, "shards": {"type": "integer"},
+                         "shards_done": {"type": "integer"}, "listed": {"type": "integer"},
+                         "requests": {"type": "integer"}}, nullable=True),
+        "next_at": {**_NULL_TS, "description": "When the next census may start."}},
+        nullable=True, description="The proof, shard by shard (page-id hash buckets), that the stored history "
+                                   "equals the wiki's (docs/dumps.md, \"The census\")."),
     "category": {"type": "string", "nullable": True, "description": "kind category: the category's title."},
     "depth": {"type": "integer", "nullable": True, "description": "kind category: levels of subcategories "
               "whose pages count too."},

@@ -2,6 +2,7 @@
 from datetime import datetime
 from typing import Iterable, Mapping
 
+from blackwidow import census_plan
 from blackwidow.models import Reload, Subscription
 from blackwidow.dump_plan import set_state
 from blackwidow.members_plan import set_state as category_state
@@ -48,7 +49,7 @@ def feed(f: FeedView, *, now: datetime) -> dict:
             "gaps": f.gaps, "last_gap": f.last_gap, "subscriptions": f.subscriptions, "requests": f.requests}
 
 
-def wiki_set(s: SetView) -> dict:
+def wiki_set(s: SetView, *, census_every_s: float) -> dict:
     """A set subscription with its bootstrap's progress, in total and per file, and its catch-up; a category set
     with its listing and its members' subscriptions."""
     c, listing = s.catch_up, s.listing
@@ -66,6 +67,7 @@ def wiki_set(s: SetView) -> dict:
                 "node": c.node, "position": timestamp(c.position), "caught_up_to": timestamp(c.caught_up_to),
                 "revisions_written": c.revisions + c.current, "requests": c.requests, "error": c.error,
                 "reported_at": timestamp(c.reported_at)},
+            "census": None if c is None else census_plan.summary(c.census_last, c.census_running, census_every_s),
             "category": None, "depth": None, "members": None}
     if listing is not None:
         counts = dict(s.members or {})
@@ -148,7 +150,8 @@ def reload(r: Reload) -> dict:
             "at": timestamp(r.at)}
 
 
-def dashboard(data: DashboardData, *, state: str | None, now: datetime, skew_s: float) -> dict:
+def dashboard(data: DashboardData, *, state: str | None, now: datetime, skew_s: float,
+              census_every_s: float) -> dict:
     """Every subscription state appears, zero or not, in the wire protocol's order."""
     marks = {f.wiki: f.watermark for f in data.feeds}
     return {
@@ -164,5 +167,5 @@ def dashboard(data: DashboardData, *, state: str | None, now: datetime, skew_s: 
         "tenants": {"total": data.tenant_count, "items": [tenant(t) for t in data.tenants]},
         "reloads": [reload(r) for r in data.reloads],
         "feeds": [feed(f, now=now) for f in data.feeds],
-        "sets": [wiki_set(s) for s in data.sets],
+        "sets": [wiki_set(s, census_every_s=census_every_s) for s in data.sets],
     }

@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
+from shared.census_wire import MAX_SHARDS
 from shared.errors import ConfigError
 
 _MISSING = object()
@@ -42,6 +43,13 @@ def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise ValueError(f"must be an integer >= 1: {text!r}")
+    return value
+
+
+def _census_shards(text: str) -> int:
+    value = int(text)
+    if not 0 <= value <= MAX_SHARDS:
+        raise ValueError(f"must be an integer from 0 to {MAX_SHARDS}: {text!r}")
     return value
 
 
@@ -150,6 +158,10 @@ class HubConfig(CommonConfig):
     dump_files_per_node: int = 1
     # category sets (docs/sets.md): seconds between two listings of a category's members
     members_interval_s: float = 300.0
+    # set censuses (docs/dumps.md, "The census"): page-id shards a set's proof is cut into (0: no census), and
+    # seconds from one census's end to the next
+    census_shards: int = 16
+    census_interval_s: float = 86400.0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> "HubConfig":
@@ -180,6 +192,8 @@ class HubConfig(CommonConfig):
             feed_interval_s=get(env, "BW_FEED_INTERVAL_S", _non_negative_float, cls.feed_interval_s),
             dump_files_per_node=get(env, "BW_DUMP_FILES_PER_NODE", _positive_int, cls.dump_files_per_node),
             members_interval_s=get(env, "BW_MEMBERS_INTERVAL_S", _positive_float, cls.members_interval_s),
+            census_shards=get(env, "BW_CENSUS_SHARDS", _census_shards, cls.census_shards),
+            census_interval_s=get(env, "BW_CENSUS_INTERVAL_S", _positive_float, cls.census_interval_s),
         )
 
 

@@ -14,10 +14,15 @@ restarted) resumes there from the last point a report carried. Spawns stay state
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
 
+from shared.census_wire import MAX_SHARDS, CensusReport
 from shared.errors import ValidationError
 from shared.wire_fields import required
+from shared.wire_values import count_field as _count
+from shared.wire_values import iso_field as _iso
+from shared.wire_values import parse_time, wire_time
+
+__all__ = ["parse_time", "wire_time"]       # where the dump shapes' users take them from
 
 READING = "reading"         # the node is reading it
 DONE = "done"               # every page of the file is written
@@ -26,29 +31,9 @@ STOPPED = "stopped"         # stopped before its end (the hub stopped naming it,
 STATES = (READING, DONE, FAILED, STOPPED)
 
 
-def wire_time(at: datetime) -> str:
-    """A timestamp as the dump shapes carry it: ISO 8601 in UTC with a Z."""
-    return at.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
-
-
-def parse_time(text: str) -> datetime:
-    """A timestamp of the dump shapes, in UTC; ValueError without a time zone."""
-    at = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    if at.tzinfo is None:
-        raise ValueError(f"no time zone in {text!r}")
-    return at.astimezone(timezone.utc)
-
-
 def _without_none(body: dict, names: tuple[str, ...]) -> dict:
     """`body` without the optional fields that are None (left out of the JSON, not sent as null)."""
     return {k: v for k, v in body.items() if not (k in names and v is None)}
-
-
-def _count(body: object, name: str, *, optional: bool = False) -> int | None:
-    value = required(body, name, int, optional=optional)
-    if value is not None and (isinstance(value, bool) or value < 0):
-        raise ValidationError(f"'{name}' must be a count", field=name)
-    return value
 
 
 def _rate(body: object, name: str) -> float:
@@ -158,9 +143,15 @@ class CatchUpDuty:
     content: bool = False
     interval_s: float = 3.0
     namespaces: tuple[int, ...] | None = None     # only these namespaces' revisions; None: every revision
+    # the census (shared.census_wire): in this many shards (0: none), once caught up and not before
+    # `census_after` (None: at once), then every `census_every_s`
+    census_shards: int = 0
+    census_after: str | None = None
+    census_every_s: float = 86400.0
 
     def to_dict(self) -> dict:
-        body = _without_none({**asdict(self), "tenants": list(self.tenants)}, ("identity", "position", "namespaces"))
+        body = _without_none({**asdict(self), "tenants": list(self.tenants)},
+                             ("identity", "position", "namespaces", "census_after"))
         if self.namespaces is not None:
             body["namespaces"] = list(self.namespaces)
         return body
@@ -170,14 +161,14 @@ class CatchUpDuty:
         tenants = required(body, "tenants", list, optional=True, default=[])
         if not all(isinstance(t, str) for t in tenants):
             raise ValidationError("'tenants' must be a list of ids", field="tenants")
-        interval = required(body, "interval_s", (int, float), optional=True, default=3.0)
-        if isinstance(interval, bool) or interval <= 0:
-            raise ValidationError("'interval_s' must be positive", field="interval_s")
+        interval = _positive(body, "interval_s", 3.0)
         return cls(set_id=required(body, "set_id", str), wiki=required(body, "wiki", str),
                    since=_iso(body, "since"), identity=required(body, "identity", str, optional=True),
                    tenants=tuple(tenants), position=_iso(body, "position", optional=True),
                    content=required(body, "content", bool, optional=True, default=False), interval_s=float(interval),
-                   namespaces=_namespaces(body))
+                   namespaces=_namespaces(body), census_shards=_census_shards(body),
+                   census_after=_iso(body, "census_after", optional=True),
+                   census_every_s=_positive(body, "census_every_s", 86400.0))
 
 
 @dataclass(frozen=True)
@@ -192,9 +183,13 @@ class CatchUpReport:
     revisions: int = 0
     requests: int = 0
     error: str | None = None
+    census: CensusReport | None = None      # the census running, else the last one finished
 
     def to_dict(self) -> dict:
-        return {k: v for k, v in asdict(self).items() if v is not None}
+        body = {k: v for k, v in asdict(self).items() if v is not None}
+        if self.census is not None:
+            body["census"] = self.census.to_dict()
+        return body
 
     @classmethod
     def from_dict(cls, body: dict) -> "CatchUpReport":
@@ -202,7 +197,26 @@ class CatchUpReport:
                    caught_up_to=_iso(body, "caught_up_to", optional=True),
                    revisions=_count(body, "revisions", optional=True) or 0,
                    requests=_count(body, "requests", optional=True) or 0,
-                   error=required(body, "error", str, optional=True))
+                   error=required(body, "error", str, optional=True), census=_census(body))
+
+
+def _census(body: object) -> CensusReport | None:
+    given = required(body, "census", dict, optional=True)
+    return None if given is None else CensusReport.from_dict(given)
+
+
+def _census_shards(body: object) -> int:
+    shards = _count(body, "census_shards", optional=True) or 0
+    if shards > MAX_SHARDS:
+        raise ValidationError(f"'census_shards' must be at most {MAX_SHARDS}", field="census_shards")
+    return shards
+
+
+def _positive(body: object, name: str, default: float) -> float:
+    value = required(body, name, (int, float), optional=True, default=default)
+    if isinstance(value, bool) or value <= 0:
+        raise ValidationError(f"'{name}' must be positive", field=name)
+    return float(value)
 
 
 def _namespaces(body: object) -> tuple[int, ...] | None:
@@ -221,15 +235,3 @@ def _page_ids(body: object) -> tuple[int, ...] | None:
     if not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in given):
         raise ValidationError("'page_ids' must be a list of page ids", field="page_ids")
     return tuple(given)
-
-
-def _iso(body: object, name: str, *, optional: bool = False) -> str:
-    """A timestamp field, kept as its ISO text once it parses with a time zone."""
-    value = required(body, name, str, optional=optional)
-    if value is None:
-        return value            # type: ignore[return-value]
-    try:
-        parse_time(value)
-    except ValueError:
-        raise ValidationError(f"'{name}' must be an ISO timestamp with a time zone", field=name) from None
-    return value

@@ -23,14 +23,17 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Callable, Iterator, Mapping, Sequence
 
+from shared.census_wire import CensusReport
 from shared.dump_wire import CatchUpDuty, CatchUpReport, parse_time, wire_time
 from shared.hashing import wiki_key
 from shared.revisions.model import Revision
 from shared.revisions.store import RevisionStore
 from spawn.budget_rules import BACKFILL
+from spawn.census import Census
+from spawn.census import due as census_due
 from spawn.completeness import Hide
 from spawn.feed_events import (Event, HistoryMerged, Imported, MalformedItem, PageDeleted, PageRestored,
                                VisibilityChanged, from_logevent, parse)
@@ -111,6 +114,9 @@ class CatchUpReader:
         self._revisions = 0
         self._requests = 0
         self._error: str | None = None
+        self._census: Census | None = None          # running; stepped on this reader's thread only
+        self._census_done: Census | None = None     # the last finished
+        self._census_report: CensusReport | None = None     # the running one's, else the last one's, as of its step
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"catch-up-{duty.set_id}", daemon=True)
@@ -124,16 +130,22 @@ class CatchUpReader:
     def join(self, timeout: float) -> None:
         self._thread.join(timeout)
 
+    def retune(self, duty: CatchUpDuty) -> None:
+        """The hub's duty as it stands now (when the next census may start); the reader keeps its positions."""
+        with self._lock:
+            self.duty = duty
+
     def report(self) -> CatchUpReport:
         with self._lock:
             return CatchUpReport(set_id=self.duty.set_id, position=wire_time(min(self._position, self._log_position)),
                                  caught_up_to=None if self._caught_up_to is None else wire_time(self._caught_up_to),
-                                 revisions=self._revisions, requests=self._requests, error=self._error)
+                                 revisions=self._revisions, requests=self._requests, error=self._error,
+                                 census=self._census_report)
 
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
-                more = self.read_once()
+                more = self.read_once() or self.census_step()
             except Cancelled:
                 return
             except MediaWikiError as exc:
@@ -183,6 +195,37 @@ class CatchUpReader:
                 return False
             cont = batch.more
         return True
+
+    def census_step(self) -> bool:
+        """Between reads, once caught up: a step of the census (spawn.census), started when one is due. True while
+        its work is left (the reader reads on without waiting its interval)."""
+        with self._lock:
+            duty, census, done, cut = self.duty, self._census, self._census_done, self._caught_up_to
+        now = datetime.now(timezone.utc)
+        if census is None:
+            after = None if duty.census_after is None else parse_time(duty.census_after)
+            if cut is None or duty.census_shards <= 0 or not census_due(
+                    now=now, after=after, finished_at=None if done is None else done.finished_at,
+                    every_s=duty.census_every_s):
+                return False
+            census = Census(self.wiki, cut, duty.census_shards, now, namespaces=duty.namespaces, content=duty.content)
+            with self._lock:
+                self._census = census       # a step that fails is taken again, not the census started over
+                self._census_report = census.report()
+            logger.info("census.started", extra={"set_id": duty.set_id, "cut": wire_time(cut)})
+        more = census.step(self.client, self.store, lambda: datetime.now(timezone.utc), cancel=self._stop,
+                           demand=self.demand)
+        report = census.report()
+        with self._lock:
+            self._census, self._census_report = (census if more else None), report
+            if not more:
+                self._census_done = census
+        if not more:
+            logger.info("census.finished", extra={
+                "set_id": duty.set_id, "cut": report.cut, "requests": report.requests,
+                "proven": sum(p.proven for p in report.shards), "shards": report.shard_count,
+                "repaired": sum(p.repaired for p in report.shards), "extra": sum(p.extra for p in report.shards)})
+        return more
 
     def _apply(self, events: Sequence[Event]) -> int:
         """The log's entries on the store, oldest first (moves need nothing: allrevisions lists a move's revision
@@ -262,7 +305,9 @@ class CatchUpReaders:
             for set_id in [s for s in self._readers if s not in named]:
                 self._readers.pop(set_id).stop()
             for set_id, duty in named.items():
-                if set_id not in self._readers:
+                if set_id in self._readers:
+                    self._readers[set_id].retune(duty)
+                else:
                     reader = CatchUpReader(duty, self._client_for(duty.wiki, duty.identity), self.store)
                     self._readers[set_id] = reader
                     reader.start()

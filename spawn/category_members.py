@@ -18,7 +18,7 @@ from typing import Callable, Mapping, Sequence
 from shared.dump_wire import wire_time
 from shared.members_wire import Member, MembersDuty, MembersReport, digest, part, parts
 from spawn.budget_rules import BACKFILL
-from spawn.mediawiki import BadResponse, Cancelled, MediaWikiClient, MediaWikiError
+from spawn.mediawiki import BadResponse, Cancelled, MediaWikiClient, MediaWikiError, listed
 from spawn.upstream_budget import Demand
 
 logger = logging.getLogger(__name__)
@@ -38,13 +38,7 @@ class Answer:
 
 def parse_answer(body: dict) -> Answer:
     """One answer of categorymembers. A malformed answer raises BadResponse and is fetched again."""
-    more = body.get("continue")
-    if more is not None and not isinstance(more, dict):
-        raise BadResponse("'continue' is not an object")
-    query = body.get("query")
-    items = query.get("categorymembers") if isinstance(query, dict) else None
-    if not isinstance(items, list):
-        raise BadResponse("an answer without 'categorymembers'")
+    items, more = listed(body, "categorymembers")
     members, subcategories = [], []
     for item in items:
         if not isinstance(item, dict):

@@ -32,7 +32,8 @@ class DashboardResource:
         state = validation.parse_state(validation.parse_query(req.params, ("state",)).get("state"))
         now = utcnow()
         data = store.dashboard_data(req.context.session, state=state, now=now.timestamp())
-        board = representations.dashboard(data, state=state, now=now, skew_s=self._config.max_clock_skew_s)
+        board = representations.dashboard(data, state=state, now=now, skew_s=self._config.max_clock_skew_s,
+                                          census_every_s=self._config.census_interval_s)
         resp.media = {**board, "identities": [identity(view, now.timestamp()) for view in data.identities]}
         resp.cache_control = ["no-store"]
 

@@ -6,15 +6,18 @@ import falcon
 
 from blackwidow import representations, store, title_lists, validation, wiki_sets
 from blackwidow.store import dumps as dumps_store, feeds as feeds_store
+from shared.config import HubConfig
 from shared.json_body import read_json
 
 QUERY = ("tenant_id", "state", "node", "limit", "cursor")
 
 
 class SubscriptionsResource:
-    def __init__(self, *, max_body_bytes: int, wiki_allowlist: tuple[str, ...]):
+    def __init__(self, *, max_body_bytes: int, wiki_allowlist: tuple[str, ...],
+                 census_every_s: float = HubConfig.census_interval_s):
         self._max_body = max_body_bytes
         self._allowlist = wiki_allowlist
+        self._census_every_s = census_every_s
 
     def on_post(self, req, resp) -> None:
         body = read_json(req, self._max_body)
@@ -24,7 +27,7 @@ class SubscriptionsResource:
             created = dumps_store.create_set(req.context.session, kind=kind, **vars(wanted))
             resp.status = falcon.HTTP_201
             resp.location = f"/v1/sets/{created.id}"
-            resp.media = representations.wiki_set(created)
+            resp.media = representations.wiki_set(created, census_every_s=self._census_every_s)
             return
         if kind == "pages":
             result = store.create_pages(req.context.session, title_lists.parse_pages(body, self._allowlist))

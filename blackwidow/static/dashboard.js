@@ -247,6 +247,13 @@
     return "";
   }
 
+  // the set's proof that its stored history equals the wiki's: shards proven at the last census, or the one running
+  function censusText(c) {
+    if (!c) return el("span", "—", "muted");
+    if (c.running) return el("span", "running " + count(c.running.shards_done) + " / " + count(c.running.shards));
+    return chip(count(c.last.proven_shards) + " / " + count(c.last.shards) + " proven", c.state);
+  }
+
   function renderSets(data) {
     fillTable("sets", data.sets.map((s) => {
       const p = s.progress;
@@ -259,6 +266,7 @@
         cell(count(p.revisions_written), "num"),
         cell(count(Math.round(p.revisions_per_s)), "num"),
         cell(duration(p.eta_s), "num"),
+        cell(censusText(s.census)),
         cell(failed ? withTitle(el("span", failed.error), failed.url) : el("span", "—", "muted"), "error"),
       ]);
     }), "No wiki is being bootstrapped from dumps.");

@@ -2,6 +2,7 @@
 the session first and never commit."""
 from __future__ import annotations
 
+import json
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
@@ -16,6 +17,7 @@ from blackwidow.models import DumpFile, Tenant, WikiSet
 from blackwidow.store import members as members_store
 from blackwidow.store import subscriptions as subscriptions_store
 from blackwidow.store.pagination import as_utc
+from shared.census_wire import CensusReport
 from shared.dump_wire import DONE, FAILED, READING, DumpReport, Resume
 from shared.errors import ValidationError
 
@@ -113,7 +115,16 @@ def _catch_up(s: WikiSet) -> CatchUpState | None:
                         content=s.content, node=s.catchup_node, position=_aware(s.catchup_position),
                         caught_up_to=_aware(s.caught_up_to), revisions=s.catchup_revisions,
                         current=s.catchup_current, requests=s.catchup_requests, error=s.catchup_error,
-                        reported_at=_aware(s.catchup_reported_at), namespaces=namespaces_of(s))
+                        reported_at=_aware(s.catchup_reported_at), namespaces=namespaces_of(s),
+                        census_last=_census(s.census_last), census_running=_census(s.census_running))
+
+
+def _census(text: str | None) -> CensusReport | None:
+    return None if text is None else CensusReport.from_dict(json.loads(text))
+
+
+def _census_text(census: CensusReport | None) -> str | None:
+    return None if census is None else json.dumps(census.to_dict(), separators=(",", ":"))
 
 
 def save_catch_ups(session: Session, sets: Mapping[str, CatchUpState], before: Mapping[str, CatchUpState]) -> None:
@@ -127,6 +138,7 @@ def save_catch_ups(session: Session, sets: Mapping[str, CatchUpState], before: M
         row.catchup_revisions, row.catchup_current, row.catchup_requests = c.revisions, c.current, c.requests
         row.catchup_error = None if c.error is None else c.error[:MAX_ERROR]
         row.catchup_reported_at = c.reported_at
+        row.census_last, row.census_running = _census_text(c.census_last), _census_text(c.census_running)
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,6 @@ into a local MediaWiki, then dumped again with dumpBackup.php --full), changed a
 a page moved), bootstrapped through the hub from the dump re-split into 4 gzip files by page range and served by the
 local nginx edge, and caught up through the wiki's API. The store ends equal to what the API lists, revision by
 revision and field by field, every page under its current title, and the API read only what the dump lacks."""
-import gzip
 import shutil
 import uuid
 from urllib.parse import urlsplit
@@ -15,7 +14,7 @@ from tests.fixtures.chwiki_wiki import DBNAME
 from tests.fixtures.writable_wiki import api_call
 from tests.integration.coordination_support import wait_for
 from tests.integration.test_dump_bootstrap_hub import cluster
-from tests.support.dumps import api_truth, split_pages, stored_fields
+from tests.support.dumps import api_truth, serve_split, stored_fields
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -28,12 +27,7 @@ def served_dump(edge, chwiki_wiki):
     """The wiki's own dump re-split by page range into PARTS gzip files on the edge: (urls, revisions in it)."""
     text = chwiki_wiki.dump.read_text(encoding="utf-8")
     folder = edge.files_dir / f"chwiki-{uuid.uuid4().hex[:8]}"
-    folder.mkdir(parents=True)
-    urls = []
-    for i, part in enumerate(split_pages(text, PARTS), 1):
-        name = f"chwiki-pages-meta-history{i}.xml.gz"
-        (folder / name).write_bytes(gzip.compress(part.encode("utf-8"), compresslevel=6))
-        urls.append(f"{edge.files_url}{folder.name}/{name}")
+    urls, _ = serve_split(text, PARTS, folder, edge.files_url)
     yield urls, text.count("<revision>")
     shutil.rmtree(folder, ignore_errors=True)
 

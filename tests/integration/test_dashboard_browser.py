@@ -149,7 +149,8 @@ def test_operator_sees_nodes_states_quotas_and_reloads(seeded_hub, tmp_path):
 
     (wiki_set,) = page.body_rows("sets")
     revisions = sum(f[2] for f in dashboard.DUMP_FILES)
-    assert wiki_set[1:] == ["127.0.0.1:8780", "failed", "1 / 2", f"{revisions:,}", "0", "—", dashboard.MARKUP_ERROR]
+    assert wiki_set[1:] == ["127.0.0.1:8780", "failed", "1 / 2", f"{revisions:,}", "0", "—", "—",
+                            dashboard.MARKUP_ERROR]
 
     assert [row[:3] + row[4:] for row in page.body_rows("tenants")] == [
         ["acme", "1,000", "1,000", "4"], [dashboard.MARKUP_TENANT, "50", "200", "1"], ["globex", "45", "—", "3"]]

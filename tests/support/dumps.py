@@ -2,7 +2,9 @@
 by page range the way Wikimedia splits large wikis."""
 from __future__ import annotations
 
+import gzip
 import hashlib
+import re
 import xml.etree.ElementTree as ET
 from datetime import datetime, timezone
 from pathlib import Path
@@ -82,6 +84,19 @@ def assert_stored(store, wiki: str, expected: dict[int, dict[str, Any]], *, cont
         assert fields == {k: v for k, v in want.items() if k != "content"}, rev_id
         if content:
             assert store.content(wiki, rev_id) == want["content"], rev_id
+
+
+def serve_split(text: str, parts: int, folder: Path, base_url: str) -> tuple[list[str], list[set[int]]]:
+    """`text` re-split into `parts` gzip files in `folder` (served at `base_url` + the folder's name): their URLs,
+    and each file's revision ids."""
+    folder.mkdir(parents=True)
+    urls, ids = [], []
+    for i, part in enumerate(split_pages(text, parts), 1):
+        name = f"pages-meta-history{i}.xml.gz"
+        (folder / name).write_bytes(gzip.compress(part.encode("utf-8"), compresslevel=6))
+        urls.append(f"{base_url}{folder.name}/{name}")
+        ids.append({int(n) for n in re.findall(r"<revision>\s*<id>(\d+)</id>", part)})
+    return urls, ids
 
 
 def api_truth(wiki, namespace: int | None = None) -> dict[int, dict[str, Any]]:

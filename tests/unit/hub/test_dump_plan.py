@@ -4,7 +4,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from blackwidow import dump_plan
+from blackwidow import census_plan, dump_plan
 from blackwidow.decide import Rules, failed_retry_delay
 from blackwidow.dump_plan import PENDING, READING, FileState
 from shared.dump_wire import DONE, FAILED, DumpReport, Resume
@@ -147,7 +147,8 @@ def test_catch_ups_spread_over_the_nodes():
 
 def test_the_duty_names_the_identity_the_tenant_and_where_to_resume():
     at = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
-    (duty,) = dump_plan.catch_up_duties(catch_up(node="n1", position=at, namespaces=(0,)), 3.0)["n1"]
+    (duty,) = dump_plan.catch_up_duties(catch_up(node="n1", position=at, namespaces=(0,)), 3.0,
+                                        census_plan.Settings(0, 60.0))["n1"]
     assert (duty.since, duty.position, duty.identity, duty.tenants, duty.interval_s, duty.namespaces) == (
         "2026-01-01T00:00:00Z", "2026-03-01T12:00:00Z", "ch.wikipedia.org", ("t",), 3.0, (0,))
 

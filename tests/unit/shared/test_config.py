@@ -8,6 +8,7 @@ def test_hub_config_defaults_to_embedded_sqlite(tmp_path):
     cfg = HubConfig.from_env({"BW_ADMIN_TOKEN": "a", "BW_NODE_SECRET": "n", "BW_DATA_DIR": str(tmp_path)})
     assert cfg.database_url == f"sqlite:///{tmp_path}/blackwidow.db"
     assert cfg.routing == "modulo" and cfg.cassandra_hosts == ()
+    assert (cfg.census_shards, cfg.census_interval_s) == (16, 86400.0)
 
 
 def test_missing_secret_names_the_variable():
@@ -16,7 +17,8 @@ def test_missing_secret_names_the_variable():
 
 
 @pytest.mark.parametrize("key,value", [("BW_POLL_INTERVAL_S", "soon"), ("BW_LOG_JSON", "maybe"),
-                                       ("BW_ROUTING", "random")])
+                                       ("BW_ROUTING", "random"), ("BW_CENSUS_SHARDS", "-1"),
+                                       ("BW_CENSUS_SHARDS", "257"), ("BW_CENSUS_INTERVAL_S", "0")])
 def test_malformed_values_name_the_variable(key, value):
     env = {"BW_ADMIN_TOKEN": "a", "BW_NODE_SECRET": "n", key: value}
     with pytest.raises(ConfigError, match=key):
