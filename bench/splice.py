@@ -11,6 +11,9 @@ right away. When the set follows, the store is compared with what the wiki's API
 - a duplicate is a page whose stored revision count differs from its distinct stored revisions (rows are keyed
   by revision id, so a revision written twice shows only in the counts).
 
+Then the set's own census (docs/dumps.md, "The census") runs, as it does once a set is caught up: whether it
+proved every page-id shard, what it repaired and the requests it spent.
+
 Also, from the same runs, the time to `following`. The share of a wiki read through the API is measured where it
 means something, on a real wiki's size: the Chamorro wiki (scripts/services/mediawiki-chwiki.sh: the real Chamorro
 Wikipedia, 13,598 revisions, imported into a local MediaWiki and dumped again), an article edited, one created and
@@ -87,6 +90,18 @@ def stored(store: CassandraRevisionStore, wiki: str) -> tuple[set[int], int]:
     return {r for revs in by_page.values() for r in revs}, duplicated
 
 
+def census_of(hub, path: str) -> dict:
+    """The set's first census once it finished (docs/dumps.md, "The census"): its state and its last summary."""
+    wait_for(lambda: (hub.get(path)["census"] or {}).get("last") is not None, 600, 0.2, "the set's census")
+    return hub.get(path)["census"]
+
+
+def census_fields(census: dict) -> dict:
+    last = census["last"]
+    return {"census": census["state"], "census_requests": last["requests"], "census_repaired": last["repaired"],
+            "census_shards": f"{last['proven_shards']} / {last['shards']}", "census_extra": last["extra"]}
+
+
 def one_run(index: int, wiki: WritableWiki, edge, work: Path, kill_at: float | None) -> dict:
     admin = wiki.admin()
     title = wiki.unique_title(f"Splice {index}")
@@ -128,10 +143,12 @@ def one_run(index: int, wiki: WritableWiki, edge, work: Path, kill_at: float | N
                 shown = cluster.hub.get(path)
                 truth = api_revisions(wiki)
                 ids, duplicated = stored(CassandraRevisionStore(session, keyspace), wiki_host)
+                # then the set's own proof, after the comparison above: what it repairs is a gap the splice left
+                census = census_fields(census_of(cluster.hub, path))
                 return {"took": took, "phase": phase, "gaps": len(truth - ids), "extra": len(ids - truth),
                         "duplicated": duplicated, "revisions": len(truth),
                         "via_api": shown["catch_up"]["revisions_written"],
-                        "via_dump": shown["progress"]["revisions_written"]}
+                        "via_dump": shown["progress"]["revisions_written"], **census}
             finally:
                 cluster.stop()
     finally:
@@ -171,6 +188,7 @@ def chwiki_run(wiki: chwiki_wiki.ChwikiWiki, edge, work: Path) -> dict:
                 shown = cluster.hub.get(path)
                 truth = api_truth(wiki)
                 ids, duplicated = stored(CassandraRevisionStore(session, keyspace), wiki_host)
+                census = census_fields(census_of(cluster.hub, path))
             finally:
                 cluster.stop()
     finally:
@@ -185,7 +203,7 @@ def chwiki_run(wiki: chwiki_wiki.ChwikiWiki, edge, work: Path) -> dict:
     return {"took": took, "revisions": len(truth), "gaps": len(set(truth) - ids), "extra": len(ids - set(truth)),
             "duplicated": duplicated, "via_api": shown["catch_up"]["revisions_written"],
             "api_requests": shown["catch_up"]["requests"], "via_dump": shown["progress"]["revisions_written"],
-            "pages": len(titles), "api_only": api_only}
+            "pages": len(titles), "api_only": api_only, **census}
 
 
 def whole_wiki_by_api(api_url: str, content: bool, work: Path) -> tuple[int, int, float]:
@@ -221,6 +239,7 @@ def main() -> int:
             results.append(one_run(i, wiki, edge, work, rng.uniform(0, calibration["took"])))
         real = chwiki_run(chwiki_wiki.ChwikiWiki(chwiki_wiki.API_URL, chwiki_wiki.RUN_DIR), edge, work)
     gaps = sum(r["gaps"] + r["extra"] for r in results)
+    proven = sum(r["census"] == "proven" for r in results)
     duplicated = sum(r["duplicated"] for r in results)
     phases = {p: sum(r["phase"] == p for r in results) for p in ("bootstrapping", "catching_up", "following")}
     share = real["via_api"] / real["revisions"]
@@ -238,6 +257,11 @@ def main() -> int:
         ["pages counted twice (all runs)", str(duplicated)],
         ["time to following, median / worst (s)",
          f"{statistics.median(r['took'] for r in results):.1f} / {max(r['took'] for r in results):.1f}"],
+        ["runs whose census then proved every shard", f"{proven} of {len(results)}"],
+        ["revisions the censuses found missing and wrote, or stored and not on the wiki (all runs)",
+         f"{sum(r['census_repaired'] for r in results)}, {sum(r['census_extra'] for r in results)}"],
+        ["census requests per run, median (listing: 500 revision ids a request)",
+         f"{statistics.median(r['census_requests'] for r in results):.0f}"],
     ], right=(1,)))
     print()
     print(f"The Chamorro wiki ({real['revisions']:,} revisions on {real['pages']:,} pages), side by side: its dump "
@@ -255,6 +279,9 @@ def main() -> int:
     print(f"Goal 0 gaps and 0 duplicates at the splice over {len(results)} runs with a kill: "
           f"{gaps + duplicated} — {verdict(gaps + duplicated == 0)}\n")
     print(f"Goal ≤ 1 % of revisions through the API (the Chamorro wiki): {share:.2%} — {verdict(share <= 0.01)}\n")
+    print(f"The Chamorro wiki's census after its catch-up: {real['census']}, {real['census_shards']} shards proven, "
+          f"{real['census_requests']} requests ({real['revisions'] / max(real['census_requests'], 1):,.0f} "
+          f"revisions a request), {real['census_repaired']} revisions repaired, {real['census_extra']} extra.\n")
     return 0
 
 
