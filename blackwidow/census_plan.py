@@ -27,9 +27,17 @@ def after(last: CensusReport | None, every_s: float) -> datetime | None:
     return parse_time(last.finished_at) + timedelta(seconds=every_s)
 
 
-def duty(d: CatchUpDuty, last: CensusReport | None, settings: Settings) -> CatchUpDuty:
-    start = after(last, settings.every_s)
-    return replace(d, census_shards=settings.shards, census_every_s=settings.every_s,
+def interval(own: int | None, settings: Settings) -> float:
+    """A set's interval between censuses: its own, else the deployment's; 0: no census for it."""
+    return settings.every_s if own is None else float(own)
+
+
+def duty(d: CatchUpDuty, last: CensusReport | None, own: int | None, settings: Settings) -> CatchUpDuty:
+    every_s = interval(own, settings)
+    if every_s <= 0:
+        return replace(d, census_shards=0)
+    start = after(last, every_s)
+    return replace(d, census_shards=settings.shards, census_every_s=every_s,
                    census_after=None if start is None else wire_time(start))
 
 
@@ -47,7 +55,8 @@ def absorbed(last: CensusReport | None, running: CensusReport | None, report: Ce
 
 
 def summary(last: CensusReport | None, running: CensusReport | None, every_s: float) -> dict | None:
-    """The census as a set shows it: the last finished one, shard by shard, and the one running."""
+    """The census as a set shows it: the last finished one, shard by shard, and the one running (`every_s`: the
+    set's interval; 0: no next one)."""
     if last is None and running is None:
         return None
     body: dict = {"state": "running" if running is not None else
@@ -63,7 +72,7 @@ def summary(last: CensusReport | None, running: CensusReport | None, every_s: fl
             "missing": sum(p.missing for p in shards), "extra": sum(p.extra for p in shards),
             "requests": last.requests,
             "per_shard": [{**p.to_dict(), "missing": p.missing, "proven": p.proven} for p in shards]}
-        start = after(last, every_s)
+        start = after(last, every_s) if every_s > 0 else None
         body["next_at"] = None if start is None else wire_time(start)
     if running is not None:
         body["running"] = {"cut": running.cut, "started_at": running.started_at, "shards": running.shard_count,
@@ -78,6 +87,7 @@ def proven(census: CensusReport) -> bool:
 
 
 def with_census(duties: Mapping[str, tuple[CatchUpDuty, ...]], last: Mapping[str, CensusReport | None],
-                settings: Settings) -> dict[str, tuple[CatchUpDuty, ...]]:
-    """Each node's catch-up duties with their census fields."""
-    return {node: tuple(duty(d, last.get(d.set_id), settings) for d in ds) for node, ds in duties.items()}
+                own: Mapping[str, int | None], settings: Settings) -> dict[str, tuple[CatchUpDuty, ...]]:
+    """Each node's catch-up duties with their census fields (`own`: each set's own interval)."""
+    return {node: tuple(duty(d, last.get(d.set_id), own.get(d.set_id), settings) for d in ds)
+            for node, ds in duties.items()}

@@ -129,13 +129,15 @@ def _admin_call(args, client):
             return client.call("POST", "/v1/subscriptions", body=_only_set(
                 kind=kind, tenant_id=a.tenant, wiki=a.wiki, dumps=a.dumps or _UNSET,
                 namespaces=a.namespace or _UNSET, dbname=a.dbname, content=a.content, parallel=a.parallel,
-                dumped_at=a.dumped_at, category=a.category, depth=a.depth))
+                dumped_at=a.dumped_at, category=a.category, depth=a.depth, census_interval_s=a.census_interval))
         case ("sets", "list"):
             return client.call("GET", "/v1/sets", params={"tenant_id": a.tenant} if a.tenant else None)
         case ("sets", "get"):
             return client.call("GET", f"/v1/sets/{a.id}")
         case ("sets", "stop" | "resume"):
             return client.call("PATCH", f"/v1/sets/{a.id}", body={"enabled": a.verb == "resume"})
+        case ("sets", "census-interval"):
+            return client.call("PATCH", f"/v1/sets/{a.id}", body={"census_interval_s": a.seconds})
         case ("sets", "delete"):
             return client.call("DELETE", f"/v1/sets/{a.id}")
         case ("nodes", "list"):
@@ -273,10 +275,19 @@ def _sets_parser(nouns) -> None:
     p.add_argument("--category", default=_UNSET,
                    help="only this category's pages, as its members change: a category set (dumps optional)")
     p.add_argument("--depth", type=int, default=_UNSET, help="with --category: levels of subcategories that count")
+    p.add_argument("--census-interval", type=int, default=_UNSET,
+                   help="seconds between the set's censuses (0: none; default: the hub's BW_CENSUS_INTERVAL_S)")
     p.add_argument("dumps", nargs="*", help="dump file URLs, in order")
     verbs.add_parser("list").add_argument("--tenant")
     for verb in ("get", "stop", "resume", "delete"):
         _id(verbs.add_parser(verb))
+    p = verbs.add_parser("census-interval", help="seconds between the set's censuses (docs/dumps.md)")
+    _id(p)
+    p.add_argument("seconds", type=_seconds_or_default, help="0: no census; 'default': the hub's BW_CENSUS_INTERVAL_S")
+
+
+def _seconds_or_default(text: str) -> int | None:
+    return None if text == "default" else int(text)
 
 
 def _identities_parser(nouns) -> None:
@@ -305,7 +316,8 @@ def _name_or_none(text: str) -> str | None:
 def _admin_defaults(args) -> argparse.Namespace:
     # SUPPRESS keeps unset options out of the namespace; put them back as "not given".
     for name in ("name", "quota", "content", "enabled", "weight", "credential", "in_flight", "per_s", "per_min",
-                 "slow_after_s", "slow_wait_s", "maxlag", "dbname", "parallel", "dumped_at", "category", "depth"):
+                 "slow_after_s", "slow_wait_s", "maxlag", "dbname", "parallel", "dumped_at", "category", "depth",
+                 "census_interval"):
         if not hasattr(args, name):
             setattr(args, name, _UNSET)
     return args

@@ -179,6 +179,7 @@ class CatchUpState:
     namespaces: tuple[int, ...] | None = None
     census_last: CensusReport | None = None         # blackwidow.census_plan
     census_running: CensusReport | None = None
+    census_interval_s: int | None = None            # the set's own; None: the deployment's; 0: no census
 
     def duty(self, interval_s: float) -> CatchUpDuty:
         position = None if self.position is None else wire_time(self.position)
@@ -241,7 +242,8 @@ def per_node(states: Mapping[str, Placed[D]], interval_s: float) -> dict[str, tu
 
 def catch_up_duties(sets: Mapping[str, CatchUpState], interval_s: float,
                     census: census_plan.Settings) -> dict[str, tuple[CatchUpDuty, ...]]:
-    return census_plan.with_census(per_node(sets, interval_s), {k: s.census_last for k, s in sets.items()}, census)
+    return census_plan.with_census(per_node(sets, interval_s), {k: s.census_last for k, s in sets.items()},
+                                   {k: s.census_interval_s for k, s in sets.items()}, census)
 
 
 def caught_up(sets: Mapping[str, CatchUpState], reports: Mapping[str, Mapping[str, CatchUpReport]],

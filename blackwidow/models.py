@@ -304,6 +304,7 @@ class WikiSet(Base):
     # the census (docs/dumps.md): the last finished and the one running, as their reader reported them (JSON)
     census_last: Mapped[str | None] = mapped_column(Text, nullable=True)
     census_running: Mapped[str | None] = mapped_column(Text, nullable=True)
+    census_interval_s: Mapped[int | None] = mapped_column(Integer, nullable=True)    # None: BW_CENSUS_INTERVAL_S
     # kind category (blackwidow.members_plan): the category, how deep its subcategories count, and its listing
     category: Mapped[str | None] = mapped_column(String(255), nullable=True)
     depth: Mapped[int | None] = mapped_column(Integer, nullable=True)

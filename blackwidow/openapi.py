@@ -176,6 +176,8 @@ SCHEMAS["WikiSet"] = _obj({
         "revisions_written": {"type": "integer"},
         "requests": {"type": "integer", "description": "Spent by its current reader."},
         "error": {"type": "string", "nullable": True}, "reported_at": _NULL_TS}, nullable=True),
+    "census_interval_s": {"type": "integer", "nullable": True, "description": "The set's own seconds between "
+                          "censuses; 0: none; null: the deployment's BW_CENSUS_INTERVAL_S."},
     "census": _obj({
         "state": {"type": "string", "enum": ["running", "proven", "unproven"],
                   "description": "proven: at the last census every shard's stored history equalled the wiki's "

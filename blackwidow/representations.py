@@ -53,6 +53,7 @@ def wiki_set(s: SetView, *, census_every_s: float) -> dict:
     """A set subscription with its bootstrap's progress, in total and per file, and its catch-up; a category set
     with its listing and its members' subscriptions."""
     c, listing = s.catch_up, s.listing
+    census_settings = census_plan.Settings(0, census_every_s)
     if listing is not None:
         state = category_state((f.state for f in s.files), s.enabled, listing.held is not None)
     else:
@@ -67,7 +68,9 @@ def wiki_set(s: SetView, *, census_every_s: float) -> dict:
                 "node": c.node, "position": timestamp(c.position), "caught_up_to": timestamp(c.caught_up_to),
                 "revisions_written": c.revisions + c.current, "requests": c.requests, "error": c.error,
                 "reported_at": timestamp(c.reported_at)},
-            "census": None if c is None else census_plan.summary(c.census_last, c.census_running, census_every_s),
+            "census_interval_s": s.census_interval_s,
+            "census": None if c is None else census_plan.summary(
+                c.census_last, c.census_running, census_plan.interval(c.census_interval_s, census_settings)),
             "category": None, "depth": None, "members": None}
     if listing is not None:
         counts = dict(s.members or {})

@@ -237,6 +237,11 @@ def _timestamp(name: str):
     return check
 
 
+MAX_CENSUS_INTERVAL_S = 366 * 86400
+_CENSUS_INTERVAL = ("Kinds wiki and namespace: seconds from the end of one census (the proof that the stored "
+                    "history equals the wiki's, docs/dumps.md) to the start of the next; 0: no census for this set; "
+                    "null or absent: the deployment's BW_CENSUS_INTERVAL_S. A census costs one request per 500 of "
+                    "the wiki's revisions.")
 WIKI_SET_CREATE = (
     Field("kind", "string", "wiki: a whole wiki; namespace: the pages of some of its namespaces; category: the "
           "pages of a category (and of its subcategories down to `depth`), as its members change. A wiki or "
@@ -264,9 +269,12 @@ WIKI_SET_CREATE = (
           "every revision from then on is read from the wiki's API, and then what is new. Absent: the date in the "
           "files' URLs (Wikimedia's /<wiki>/<YYYYMMDD>/ directories); with neither, nothing is read after the dump.",
           check=_timestamp("dumped_at")),
+    Field("census_interval_s", "integer", _CENSUS_INTERVAL, nullable=True, minimum=0, maximum=MAX_CENSUS_INTERVAL_S),
 )
 WIKI_SET_PATCH = (Field("enabled", "boolean", "false stops reading its files; true goes on from where each "
-                        "stopped."),)
+                        "stopped."),
+                  Field("census_interval_s", "integer", _CENSUS_INTERVAL, nullable=True, minimum=0,
+                        maximum=MAX_CENSUS_INTERVAL_S))
 
 
 def subscription_kind(body) -> str:

@@ -28,6 +28,7 @@ class NewWikiSet:
     namespaces: tuple[int, ...] | None = None   # kind namespace: only these; None: every namespace
     category: str | None = None                 # kind category: its title, "Category:..."
     depth: int | None = None                    # kind category: levels of subcategories that count too
+    census_interval_s: int | None = None        # kinds wiki, namespace: None: the deployment's; 0: no census
 
 
 CATEGORY_PREFIX = "Category:"       # the canonical name of namespace 14, which every wiki's API takes
@@ -39,6 +40,10 @@ def parse_wiki_set(body, allowlist: tuple[str, ...]) -> NewWikiSet:
     wiki = check_wiki(values["wiki"], allowlist)
     namespaces = _namespaces(kind, values.get("namespaces"))
     category, depth = _category(kind, values.get("category"), values.get("depth"))
+    census_interval = values.get("census_interval_s")
+    if kind == "category" and census_interval is not None:
+        raise ValidationError("'census_interval_s' is for kinds wiki and namespace: a category's pages are "
+                              "subscriptions, each proven on its own", field="census_interval_s")
     if kind != "category" and values.get("dumps") is None:
         raise ValidationError(f"'dumps' is required for kind {kind}", field="dumps")
     dumps: list[str] = []
@@ -51,7 +56,7 @@ def parse_wiki_set(body, allowlist: tuple[str, ...]) -> NewWikiSet:
     return NewWikiSet(tenant_id=values["tenant_id"], wiki=wiki, dumps=tuple(dumps), dbname=values.get("dbname"),
                       content=values.get("content", False), parallel=values.get("parallel", DEFAULT_PARALLEL),
                       enabled=values.get("enabled", True), dumped_at=values.get("dumped_at") or dump_date(dumps),
-                      namespaces=namespaces, category=category, depth=depth)
+                      namespaces=namespaces, category=category, depth=depth, census_interval_s=census_interval)
 
 
 def _category(kind: str, given: str | None, depth: int | None) -> tuple[str | None, int | None]:

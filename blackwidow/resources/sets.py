@@ -27,7 +27,9 @@ class SetsResource:
     def on_patch_item(self, req, resp, set_id) -> None:
         changes = validation.parse(read_json(req, self._max_body), validation.WIKI_SET_PATCH)
         view = dumps_store.get_set(req.context.session, str(set_id))
-        if "enabled" in changes:
+        if "census_interval_s" in changes and view is not None:
+            view = dumps_store.set_census_interval(req.context.session, str(set_id), changes["census_interval_s"])
+        if "enabled" in changes and view is not None:
             view = dumps_store.set_enabled(req.context.session, str(set_id), changes["enabled"])
         resp.media = representations.wiki_set(_found(view, set_id), census_every_s=self._census_every_s)
 

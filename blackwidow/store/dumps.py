@@ -27,7 +27,8 @@ MAX_ERROR = 500
 def create_set(session: Session, *, tenant_id: str, wiki: str, kind: str, dumps: Sequence[str],
                dbname: str | None, content: bool, parallel: int, enabled: bool = True,
                dumped_at: datetime | None = None, namespaces: Sequence[int] | None = None,
-               category: str | None = None, depth: int | None = None) -> SetView:
+               category: str | None = None, depth: int | None = None,
+               census_interval_s: int | None = None) -> SetView:
     """Raises ValidationError naming tenant_id for an unknown tenant."""
     if session.get(Tenant, tenant_id) is None:
         raise ValidationError(f"no tenant {tenant_id}", field="tenant_id")
@@ -35,7 +36,7 @@ def create_set(session: Session, *, tenant_id: str, wiki: str, kind: str, dumps:
                   namespaces=None if namespaces is None else "|".join(str(n) for n in namespaces),
                   parallel=parallel, enabled=enabled, dumped_at=dumped_at, catchup_revisions=0, catchup_current=0,
                   catchup_requests=0, category=category, depth=depth, members_next_part=0, members_total=0,
-                  members_requests=0, members_dirty=False)
+                  members_requests=0, members_dirty=False, census_interval_s=census_interval_s)
     session.add(row)
     session.flush()             # the set before its files: their foreign key names it
     for position, url in enumerate(dumps):
@@ -116,7 +117,8 @@ def _catch_up(s: WikiSet) -> CatchUpState | None:
                         caught_up_to=_aware(s.caught_up_to), revisions=s.catchup_revisions,
                         current=s.catchup_current, requests=s.catchup_requests, error=s.catchup_error,
                         reported_at=_aware(s.catchup_reported_at), namespaces=namespaces_of(s),
-                        census_last=_census(s.census_last), census_running=_census(s.census_running))
+                        census_last=_census(s.census_last), census_running=_census(s.census_running),
+                        census_interval_s=s.census_interval_s)
 
 
 def _census(text: str | None) -> CensusReport | None:
@@ -179,6 +181,7 @@ class SetView:
     namespaces: tuple[int, ...] | None = None
     listing: ListingState | None = None      # kind category: where its listing stands
     members: Mapping[str, int] | None = None     # kind category: its members and their subscriptions' states
+    census_interval_s: int | None = None        # the set's own (None: the deployment's; 0: no census)
 
 
 def _file_view(f: DumpFile) -> FileView:
@@ -193,7 +196,7 @@ def _set_view(session: Session, s: WikiSet, files: Sequence[DumpFile]) -> SetVie
                    as_utc(s.created_at), tuple(_file_view(f) for f in sorted(files, key=lambda f: f.position)),
                    _aware(s.dumped_at), None if category else _catch_up(s), namespaces_of(s),
                    members_store.listing_state(s) if category else None,
-                   members_store.counts(session, s.id) if category else None)
+                   members_store.counts(session, s.id) if category else None, s.census_interval_s)
 
 
 def get_set(session: Session, set_id: str) -> SetView | None:
@@ -213,6 +216,18 @@ def list_sets(session: Session, tenant_id: str | None = None) -> list[SetView]:
         for f in session.scalars(sa.select(DumpFile).where(DumpFile.set_id.in_([s.id for s in sets]))):
             files.setdefault(f.set_id, []).append(f)
     return [_set_view(session, s, files.get(s.id, [])) for s in sets]
+
+
+def set_census_interval(session: Session, set_id: str, interval_s: int | None) -> SetView | None:
+    """The set's own interval between censuses (None: the deployment's; 0: no census)."""
+    row = session.get(WikiSet, set_id)
+    if row is None:
+        return None
+    if interval_s is not None and row.kind == members_store.CATEGORY:
+        raise ValidationError("'census_interval_s' is for kinds wiki and namespace", field="census_interval_s")
+    row.census_interval_s = interval_s
+    session.flush()
+    return get_set(session, set_id)
 
 
 def set_enabled(session: Session, set_id: str, enabled: bool) -> SetView | None:

@@ -25,9 +25,20 @@ def test_the_next_census_starts_an_interval_after_the_last_one_ended():
     assert census_plan.after(census(None), 60.0) is None
     assert census_plan.after(census(AT), 60.0) == datetime(2026, 3, 1, 12, 1, tzinfo=timezone.utc)
     duty = CatchUpDuty(set_id="s", wiki="w", since=AT)
-    told = census_plan.duty(duty, census(AT), census_plan.Settings(16, 60.0))
+    told = census_plan.duty(duty, census(AT), None, census_plan.Settings(16, 60.0))
     assert (told.census_shards, told.census_after, told.census_every_s) == (16, "2026-03-01T12:01:00Z", 60.0)
-    assert census_plan.duty(duty, None, census_plan.Settings(16, 60.0)).census_after is None
+    assert census_plan.duty(duty, None, None, census_plan.Settings(16, 60.0)).census_after is None
+
+
+@pytest.mark.parametrize("own, shards, after", [
+    (None, 16, "2026-03-01T12:01:00Z"),         # the deployment's interval
+    (3600, 16, "2026-03-01T13:00:00Z"),         # the set's own
+    (0, 0, None),                               # no census for this set
+])
+def test_a_sets_own_interval(own, shards, after):
+    told = census_plan.duty(CatchUpDuty(set_id="s", wiki="w", since=AT), census(AT), own,
+                            census_plan.Settings(16, 60.0))
+    assert (told.census_shards, told.census_after) == (shards, after)
 
 
 RUNNING, DONE, NEWER = census(None, OK), census(AT, OK, REPAIRED), census(LATER, OK, EXTRA)

@@ -72,6 +72,11 @@ def run(argv):
     (["sets", "stop", "S"], ("PATCH", "/v1/sets/S", {"enabled": False}, None)),
     (["sets", "resume", "S"], ("PATCH", "/v1/sets/S", {"enabled": True}, None)),
     (["sets", "delete", "S"], ("DELETE", "/v1/sets/S", None, None)),
+    (["sets", "add", "--tenant", "T", "--wiki", "W", "--census-interval", "0", "U"],
+     ("POST", "/v1/subscriptions", {"kind": "wiki", "tenant_id": "T", "wiki": "W", "dumps": ["U"],
+                                    "census_interval_s": 0}, None)),
+    (["sets", "census-interval", "S", "3600"], ("PATCH", "/v1/sets/S", {"census_interval_s": 3600}, None)),
+    (["sets", "census-interval", "S", "default"], ("PATCH", "/v1/sets/S", {"census_interval_s": None}, None)),
 ])
 def test_admin_commands_map_to_rest_calls(argv, call):
     calls, _ = run(argv)

@@ -8,6 +8,7 @@ import pytest
 from blackwidow import poller, representations
 from blackwidow.store.dumps import FileView
 from blackwidow.store.nodes import register_node
+from shared.census_wire import CensusReport, ShardProof
 from shared.dump_wire import DONE, FAILED, CatchUpReport, DumpReport, Resume
 from shared.wire import Poll, StatusReport
 from tests.fixtures.hub import LOCAL_WIKI, api_client, hub_config
@@ -259,3 +260,70 @@ def test_a_namespace_set_carries_its_namespaces_to_the_nodes(api, tenant, hub_ma
     poller.poll_once(hub_maker, spawns, hub_config(sqlite_url), state=poller.PollerState())   # type: ignore[arg-type]
     assert [d.namespaces for d in spawns.polls[0][1].dumps] == [(0, 4)]
     assert create(api, tenant).json["namespaces"] is None
+
+
+def test_a_census_travels_from_its_reader_to_the_set_and_sets_when_the_next_may_start(tenant, hub_maker,
+                                                                                      sqlite_url):
+    # the API and the scheduler read the same settings, as a deployment's processes do
+    settings = {"BW_WIKI_ALLOWLIST": ALLOWLIST, "BW_CENSUS_SHARDS": "4", "BW_CENSUS_INTERVAL_S": "3600"}
+    api = api_client(hub_config(sqlite_url, **settings), hub_maker)
+    s = create(api, tenant, dumps=DUMPS[:1]).json
+    (only,) = (f["id"] for f in s["files"])
+    with hub_maker.begin() as session:
+        n1 = register_node(session, "http://127.0.0.1:9001")[0].id
+    spawns = ReadingSpawns({"http://127.0.0.1:9001": n1})
+    config, state = hub_config(sqlite_url, **settings), poller.PollerState()
+    spawns.answers[n1] = {only: DumpReport(only, DONE, resume=Resume(3, 30, 9))}
+    poller.poll_once(hub_maker, spawns, config, state=state)            # type: ignore[arg-type]
+    running = CensusReport(cut="2026-11-01T08:00:00Z", started_at="2026-11-01T08:00:05Z", shard_count=4,
+                           listed=900, requests=2, shards=(ShardProof(0, 3, 30, 30),))
+    spawns.catch_up[n1] = CatchUpReport(s["id"], position="2026-11-01T08:00:00Z",
+                                        caught_up_to="2026-11-01T08:00:00Z", census=running)
+    spawns.polls.clear()
+    poller.poll_once(hub_maker, spawns, config, state=state)            # type: ignore[arg-type]
+    (duty,) = spawns.polls[0][1].catch_up
+    assert (duty.census_shards, duty.census_after, duty.census_every_s) == (4, None, 3600.0)   # the first: at once
+    shown = api.simulate_get(f"/v1/sets/{s['id']}").json["census"]
+    assert shown["state"] == "running" and shown["last"] is None
+    assert (shown["running"]["shards_done"], shown["running"]["listed"]) == (1, 900)
+
+    proofs = (ShardProof(0, 3, 30, 30), ShardProof(1, 2, 20, 20, repaired=5), ShardProof(2, 1, 5, 5),
+              ShardProof(3, 1, 4, 4, extra=1, extra_ids=(77,)))
+    spawns.catch_up[n1] = CatchUpReport(s["id"], position="2026-11-01T08:00:00Z",
+                                        caught_up_to="2026-11-01T08:00:00Z",
+                                        census=CensusReport(cut=running.cut, started_at=running.started_at,
+                                                            shard_count=4, finished_at="2026-11-01T08:01:00Z",
+                                                            listed=59, requests=4, shards=proofs))
+    poller.poll_once(hub_maker, spawns, config, state=state)
+    spawns.polls.clear()
+    poller.poll_once(hub_maker, spawns, config, state=state)            # type: ignore[arg-type]
+    (duty,) = spawns.polls[0][1].catch_up
+    assert duty.census_after == "2026-11-01T09:01:00Z"                  # its end plus the interval
+    shown = api.simulate_get(f"/v1/sets/{s['id']}").json["census"]
+    assert (shown["state"], shown["running"], shown["next_at"]) == ("unproven", None, "2026-11-01T09:01:00Z")
+    assert (shown["last"]["proven_shards"], shown["last"]["revisions"], shown["last"]["repaired"],
+            shown["last"]["extra"]) == (3, 59, 5, 1)
+    assert shown["last"]["per_shard"][3]["extra_ids"] == [77]
+    metrics = api.simulate_get("/metrics").text
+    assert f'bw_set_census_shards{{set="{s["id"]}",state="unproven"}} 1.0' in metrics
+
+    # the set's own interval: 0 turns its census off
+    patched = api.simulate_patch(f"/v1/sets/{s['id']}", json={"census_interval_s": 0})
+    assert (patched.status_code, patched.json["census_interval_s"], patched.json["census"]["next_at"]) == \
+        (200, 0, None)
+    spawns.polls.clear()
+    poller.poll_once(hub_maker, spawns, config, state=state)            # type: ignore[arg-type]
+    assert spawns.polls[0][1].catch_up[0].census_shards == 0
+    back = api.simulate_patch(f"/v1/sets/{s['id']}", json={"census_interval_s": None}).json
+    assert back["census_interval_s"] is None and back["census"]["next_at"] == "2026-11-01T09:01:00Z"
+
+
+@pytest.mark.parametrize("body, field", [
+    ({"census_interval_s": -1}, "census_interval_s"),
+    ({"census_interval_s": "daily"}, "census_interval_s"),
+    ({"census_interval_s": 400 * 86400}, "census_interval_s"),
+    ({"kind": "category", "category": "Islands", "census_interval_s": 60}, "census_interval_s"),
+])
+def test_a_census_interval_is_checked(api, tenant, body, field):
+    resp = create(api, tenant, **body)
+    assert (resp.status_code, resp.json["error"]["field"]) == (422, field), resp.json
