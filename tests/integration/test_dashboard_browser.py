@@ -147,10 +147,12 @@ def test_operator_sees_nodes_states_quotas_and_reloads(seeded_hub, tmp_path):
     assert feed[2].endswith(" s ago") and 42 <= int(feed[2].split()[0]) < 60
     assert feed[4:7] == ["1,234", "1", "8"] and feed[7] == "—"
 
-    (wiki_set,) = page.body_rows("sets")
+    wiki_set, censused = page.body_rows("sets")
     revisions = sum(f[2] for f in dashboard.DUMP_FILES)
     assert wiki_set[1:] == ["127.0.0.1:8780", "failed", "1 / 2", f"{revisions:,}", "0", "—", "—",
                             dashboard.MARKUP_ERROR]
+    # the second set's last census proved 3 of its 4 shards
+    assert censused[1:] == ["127.0.0.1:8780", "following", "2 / 2", "9,500", "0", "—", "3 / 4 proven", "—"]
 
     assert [row[:3] + row[4:] for row in page.body_rows("tenants")] == [
         ["acme", "1,000", "1,000", "4"], [dashboard.MARKUP_TENANT, "50", "200", "1"], ["globex", "45", "—", "3"]]
