@@ -97,6 +97,7 @@ class Census:
     cont: dict | None = field(default_factory=dict)        # None once the listing is whole
     proofs: dict[int, ShardProof] = field(default_factory=dict)
     requests: int = 0
+    listed_count: int = 0                   # ids listed so far: counted as they come, not summed per report
     finished_at: datetime | None = None
     _by_shard: dict[int, dict[int, array]] | None = None
 
@@ -123,13 +124,8 @@ class Census:
     def report(self) -> CensusReport:
         return CensusReport(cut=wire_time(self.cut), started_at=wire_time(self.started_at), shard_count=self.shards,
                             finished_at=None if self.finished_at is None else wire_time(self.finished_at),
-                            listed=self.listed_total, requests=self.requests,
+                            listed=self.listed_count, requests=self.requests,
                             shards=tuple(self.proofs[s] for s in sorted(self.proofs)))
-
-    @property
-    def listed_total(self) -> int:
-        return sum(p.wiki for p in self.proofs.values()) if self.finished_at else \
-            sum(len(ids) for ids in self.listed.values())
 
     def _list(self, client: MediaWikiClient, **kw) -> None:
         params = {"list": "allrevisions", "arvprop": "ids", "arvlimit": "max", "arvdir": "newer",
@@ -143,6 +139,7 @@ class Census:
             self.requests += 1
             for page_id, ids in pages.items():
                 self.listed.setdefault(page_id, array("q")).extend(ids)
+                self.listed_count += len(ids)
             self.cont = more
 
     def _prove(self, shard: int, listed: Mapping[int, array], client: MediaWikiClient,
