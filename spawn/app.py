@@ -2,6 +2,7 @@
 BW_* inside the gunicorn worker (after the fork) and starts the background threads there."""
 import logging
 import threading
+from functools import partial
 
 import falcon
 
@@ -57,9 +58,11 @@ def build_node(config: SpawnConfig, *, store: RevisionStore, metrics: SpawnMetri
     wikis = Wikis(config, http=http, store=store, metrics=metrics, budgets=budgets, auth=auth)
     feeds = FeedReaders(wikis.client, metrics)
     # dump hosts go through the wikis' check of internal addresses (and their User-Agent rule): a session of
-    # their own, so that a dump's long download never holds a wiki connection
-    dumps = DumpRunners(store, wiki_session(config.user_agent, config.wiki_allowlist, pool_size=2), metrics,
-                        max_running=config.dump_files_per_node)
+    # their own, so that a dump's long download never holds a wiki connection; each file is walked in a child
+    # process (beside this one's writing, on another core), which makes that session itself
+    dump_session = partial(wiki_session, config.user_agent, config.wiki_allowlist, pool_size=2)
+    dumps = DumpRunners(store, dump_session(), metrics, max_running=config.dump_files_per_node,
+                        session_factory=dump_session)
     registry = Registry(wikis.make_source, orphan_after_s=config.orphan_after_s,
                         clock_skew_s=config.max_clock_skew_s)
     hub = HubClient(make_session(config.user_agent, pool_size=2), config.hub_url, config.node_secret,

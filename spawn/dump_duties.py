@@ -47,7 +47,8 @@ class DumpRunner:
     """One file's ingest on a thread of its own. Thread-safe: the poll thread reads report() while it runs."""
 
     def __init__(self, duty: DumpDuty, *, store: RevisionStore, http: Session,
-                 on_end: Callable[[DumpRunner], None], batch: int = BATCH):
+                 on_end: Callable[[DumpRunner], None], batch: int = BATCH,
+                 session_factory: Callable[[], Session] | None = None):
         self.duty = duty
         self.dropped = False            # stopped because the hub no longer names it: never reported again
         self._stop = threading.Event()
@@ -56,18 +57,19 @@ class DumpRunner:
         self._on_end = on_end
         self.ingest: DumpIngest | None = None
         try:
-            self.ingest = self._ingest(store, http, batch)
+            self.ingest = self._ingest(store, http, batch, session_factory)
         except Exception as exc:        # a duty no ingest can be made of (a wiki URL with a bad port) fails alone
             self._error = f"{type(exc).__name__}: {exc}"
         self._thread = threading.Thread(target=self._run, name=f"dump-{duty.file_id}", daemon=True)
 
-    def _ingest(self, store: RevisionStore, http: Session, batch: int) -> DumpIngest:
+    def _ingest(self, store: RevisionStore, http: Session, batch: int,
+                session_factory: Callable[[], Session] | None) -> DumpIngest:
         duty, r = self.duty, self.duty.resume
         checkpoint = Checkpoint(None, {duty.url: FileCheckpoint(pages=r.pages, last_page_id=r.last_page_id,
                                                                 revisions=r.revisions)})
         ingest = DumpIngest([duty.url], wiki=wiki_key(duty.wiki), store=store, checkpoint=checkpoint, http=http,
                             expected=expected_site(duty), content=duty.content, batch=batch, stop=self._stop,
-                            namespaces=duty.namespaces, page_ids=duty.page_ids)
+                            namespaces=duty.namespaces, page_ids=duty.page_ids, session_factory=session_factory)
         # cumulative over every node that read the file: the hub's resume point counts what the others wrote
         fp = ingest.progress.files[0]
         fp.pages_written, fp.revisions_written = r.pages, r.revisions
@@ -125,10 +127,13 @@ class DumpRunners:
     """The dump files this node reads, as the hub's duties say; a detach stops them all."""
 
     def __init__(self, store: RevisionStore, http: Session, metrics: SpawnMetrics | None = None, *,
-                 max_running: int = 1, join_s: float = JOIN_S, batch: int = BATCH):
+                 max_running: int = 1, join_s: float = JOIN_S, batch: int = BATCH,
+                 session_factory: Callable[[], Session] | None = None):
         if max_running < 1:
             raise ValueError("max_running must be at least 1")
         self.store, self.http = store, http
+        # given: files are walked in child processes with sessions it makes (spawn.dump_parse); else with `http`
+        self.session_factory = session_factory
         self.metrics = metrics or SpawnMetrics()
         self.max_running, self.join_s, self.batch = max_running, join_s, batch
         self._named: dict[str, DumpDuty] = {}           # in the hub's order: files start in it
@@ -181,7 +186,8 @@ class DumpRunners:
                 break
             if file_id in self._runners:
                 continue
-            runner = DumpRunner(duty, store=self.store, http=self.http, on_end=self._ended, batch=self.batch)
+            runner = DumpRunner(duty, store=self.store, http=self.http, on_end=self._ended, batch=self.batch,
+                                session_factory=self.session_factory)
             self._runners[file_id] = runner
             runner.start()
             running += 1

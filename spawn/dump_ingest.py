@@ -1,5 +1,6 @@
 """Stream MediaWiki XML dumps (one or many files; http(s) or local; plain, gzip or bzip2) into the revision store,
-writing the rows the API path writes. The XML walk is mwxml's.
+writing the rows the API path writes. The XML walk is mwxml's (spawn.dump_parse), in this process or, given a
+session factory, in a child process beside the writing.
 
 Pages are written many at a time (RevisionStore.write_pages: one round of requests for a whole group of small
 pages, where a page at a time costs several round trips each).
@@ -15,7 +16,6 @@ written again, which changes nothing because the store's writes are idempotent b
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import sys
@@ -24,16 +24,15 @@ import time
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
+from functools import partial
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
-
-import mwxml  # type: ignore[import-untyped]
-from mwxml.element_iterator import ElementIterator  # type: ignore[import-untyped]
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from shared.revisions.model import Revision
 from shared.revisions.store import RevisionStore
-from spawn.dump_rows import (DumpCorrupt, DumpError, ExpectedSite, check_schema, check_site, to_row)
-from spawn.dump_stream import Session, open_dump, translated
+from spawn.dump_parse import Parsed, WalkSpec, walk_here, walk_in_child
+from spawn.dump_rows import DumpError, ExpectedSite
+from spawn.dump_stream import Session
 
 BATCH = 2000                # revisions per store.write_pages(); a longer page history is written in several
 CHECKPOINT_EVERY = 1.0      # seconds between checkpoint files; a crash re-writes at most this much
@@ -134,7 +133,7 @@ class DumpIngest:
                  timeout: tuple[float, float] = (10.0, 60.0), batch: int = BATCH,
                  checkpoint_every: float = CHECKPOINT_EVERY, writers: int = WRITERS,
                  stop: threading.Event | None = None, namespaces: Iterable[int] | None = None,
-                 page_ids: Iterable[int] | None = None):
+                 page_ids: Iterable[int] | None = None, session_factory: Callable[[], Session] | None = None):
         self.wiki, self.store, self.checkpoint, self.http = wiki, store, checkpoint, http
         self.expected, self.content, self.timeout = expected, content, timeout
         self.batch, self.checkpoint_every, self.writers = batch, checkpoint_every, writers
@@ -143,6 +142,9 @@ class DumpIngest:
         self.namespaces = None if namespaces is None else frozenset(namespaces)
         # only these pages are written (a `category` set's members); None: every page
         self.page_ids = None if page_ids is None else frozenset(page_ids)
+        # given: each file is walked in a child process that opens it with a session of its own (spawn.dump_parse);
+        # None: walked here, with `http`
+        self.session_factory = session_factory
         self.progress = DumpProgress([FileProgress(s) for s in sources])
         # held while a file's resume point and written counts move together: figures() reads them on another thread
         self._figures = threading.Lock()
@@ -153,11 +155,6 @@ class DumpIngest:
         fp = self.progress.files[index]
         with self._figures:
             return replace(self.checkpoint.of(fp.source)), replace(fp)
-
-    def _wanted(self, ns: int, page_id: int) -> bool:
-        """Whether a page of the file is one of the set's (its namespaces, its members)."""
-        return ((self.namespaces is None or ns in self.namespaces)
-                and (self.page_ids is None or page_id in self.page_ids))
 
     def run(self) -> bool:
         """True when every file is done; False when stopped early."""
@@ -179,11 +176,14 @@ class DumpIngest:
 
         def counted(n: int) -> None:
             fp.bytes_read += n
+        spec = WalkSpec(fp.source, self.wiki, self.expected, self.content, self.timeout, cp.pages, cp.last_page_id,
+                        self.namespaces, self.page_ids)
+        walker = (walk_here(spec, self.http, counted) if self.session_factory is None
+                  else walk_in_child(spec, self.session_factory, counted))
         try:
-            with translated(fp.source), open_dump(fp.source, self.http, counted, timeout=self.timeout) as (
-                    stream, total):
+            with walker as (total, pages):
                 fp.bytes_total = total
-                complete = self._pages(fp, cp, self._open(stream))
+                complete = self._pages(fp, cp, pages)
         except DumpError as exc:
             fp.state, fp.error = "failed", f"{exc.__class__.__name__}: {exc}"
             self.checkpoint.save()
@@ -195,31 +195,21 @@ class DumpIngest:
         fp.state = "done" if complete else "stopped"
         self.checkpoint.save()
 
-    def _open(self, stream: io.BufferedIOBase) -> mwxml.Dump:
-        root = ElementIterator.from_file(stream)
-        if root.tag != "mediawiki":
-            raise DumpCorrupt(f"root element <{root.tag}>, expected <mediawiki>")
-        check_schema(root.attr("version"))
-        dump = mwxml.Dump.from_element(root)
-        check_site(dump.site_info.dbname, dump.site_info.base, self.expected)
-        return dump
-
-    def _pages(self, fp: FileProgress, cp: FileCheckpoint, dump: mwxml.Dump) -> bool:
+    def _pages(self, fp: FileProgress, cp: FileCheckpoint, pages: Iterator[Parsed]) -> bool:
         """Parse here, write groups of pages on `writers` threads (a long page's parts in order on one thread); the
         checkpoint advances only over the leading run of groups whose writes completed."""
         pending: deque[InFlight] = deque()
         with ThreadPoolExecutor(self.writers, thread_name_prefix="dump-write") as pool:
             try:
-                complete = self._submit(fp, cp, dump, pool, pending)
+                complete = self._submit(fp, pages, pool, pending, cp)
             except BaseException:
                 self._settle(fp, cp, pending, until=0, quiet=True)
                 raise
             self._settle(fp, cp, pending, until=0)
         return complete
 
-    def _submit(self, fp: FileProgress, cp: FileCheckpoint, dump: mwxml.Dump, pool: ThreadPoolExecutor,
-                pending: deque[InFlight]) -> bool:
-        position = 0
+    def _submit(self, fp: FileProgress, pages: Iterator[Parsed], pool: ThreadPoolExecutor, pending: deque[InFlight],
+                cp: FileCheckpoint) -> bool:
         saved = time.monotonic()
         group = Group()
 
@@ -230,20 +220,12 @@ class DumpIngest:
                                         pool.submit(self._write_group, group.pages)))
                 group = Group()
                 self._settle(fp, cp, pending, until=2 * self.writers)
-        for page in dump.pages:
-            position += 1
-            if position <= cp.pages:
-                if position == cp.pages and page.id != cp.last_page_id:
-                    raise DumpCorrupt(f"page {position} of the file is id {page.id}, the checkpoint says "
-                                      f"{cp.last_page_id}: the file changed since")
-                continue
-            if not self._wanted(int(page.namespace), int(page.id)):
-                continue
-            rows = [to_row(self.wiki, page, rev, self.content) for rev in page]
+        for page in pages:
+            rows = page.rows
             fp.revisions_read += len(rows)
             if group.revisions + len(rows) > self.batch:
                 flush()
-            group.add(position, int(page.id), rows)
+            group.add(page.position, page.page_id, rows)
             if group.revisions >= self.batch:
                 flush()
             if time.monotonic() - saved >= self.checkpoint_every:
@@ -338,7 +320,8 @@ def main(argv: Iterable[str] | None = None) -> int:
     ingest = DumpIngest(args.sources, wiki=args.wiki, store=store, checkpoint=Checkpoint(args.checkpoint),
                         http=make_session(args.user_agent), expected=ExpectedSite(args.dbname, args.host),
                         content=args.content, checkpoint_every=args.checkpoint_every,
-                        writers=args.writers, batch=args.batch)
+                        writers=args.writers, batch=args.batch,
+                        session_factory=partial(make_session, args.user_agent))
     try:
         ingest.run()
     except DumpError as exc:

@@ -5,6 +5,9 @@ from __future__ import annotations
 import bz2
 import gzip
 import hashlib
+import multiprocessing
+import os
+import re
 import threading
 import time
 import zlib
@@ -19,9 +22,8 @@ from shared.revisions.sqlite_store import SQLiteRevisionStore
 from shared.revisions.store import StoreError
 from spawn.dump_ingest import (Checkpoint, DumpIngest, DumpProgress, FileCheckpoint, FileProgress, eta,
                                store_calls)
-from spawn.dump_rows import (DumpCorrupt, DumpNotFound, DumpSchemaUnknown, DumpStalled, DumpWrongWiki, ExpectedSite,
-                             check_schema, check_site, dump_size, sha1_hex,
-                             user_name)
+from spawn.dump_rows import (DumpCorrupt, DumpError, DumpNotFound, DumpSchemaUnknown, DumpStalled, DumpWrongWiki,
+                             ExpectedSite, check_schema, check_site, dump_size, sha1_hex, user_name)
 from spawn import dump_stream
 from spawn.dump_stream import compression
 
@@ -83,6 +85,53 @@ def store(tmp_path):
 def ingest(sources, store, tmp_path, **kw) -> DumpIngest:
     return DumpIngest([str(s) for s in sources], wiki=WIKI, store=store, checkpoint=Checkpoint(tmp_path / "cp.json"),
                       http=requests.Session(), **kw)
+
+
+# the file walked in this process, or in a child process that opens it with a session of its own
+both_walks = pytest.mark.parametrize("walk", [None, requests.Session], ids=["here", "child"])
+
+
+def failing_session() -> requests.Session:
+    raise ValueError("no session today")
+
+
+def dying_session() -> requests.Session:
+    os._exit(3)
+
+
+def walk_processes() -> list:
+    return [p for p in multiprocessing.active_children() if p.name == "dump-walk"]
+
+
+@pytest.mark.parametrize("factory, error", [
+    (failing_session, "ChildFailed: .*ValueError: no session today"),
+    (dying_session, "ChildFailed: .*process ended with code 3"),
+])
+def test_a_walk_process_that_fails_or_dies_is_a_named_failure_of_its_file(tmp_path, store, factory, error):
+    path = tmp_path / "d.xml"
+    path.write_text(dump_xml(pages(1, 3)))
+    run = ingest([path], store, tmp_path, session_factory=factory)
+    with pytest.raises(DumpError):
+        run.run()
+    assert run.progress.files[0].state == "failed"
+    assert re.match(error, run.progress.files[0].error or "", re.S)
+    assert walk_processes() == [] and list(store.revisions(WIKI)) == []
+
+
+def test_a_walk_left_early_ends_its_process_and_a_finished_one_leaves_none(tmp_path, store):
+    path = tmp_path / "d.xml.bz2"
+    path.write_bytes(bz2.compress(dump_xml(pages(1, 3000)).encode(), 1))
+    stop = threading.Event()
+    stopping = CrashingStore(store, allowed=-1)
+    original = stopping.write_pages
+    stopping.write_pages = lambda pages: (stop.set(), original(pages))  # type: ignore[method-assign]
+    run = ingest([path], stopping, tmp_path, stop=stop, batch=30, session_factory=requests.Session)
+    assert run.run() is False and run.progress.files[0].revisions_read < 9000
+    assert walk_processes() == []
+    resumed = ingest([path], store, tmp_path, session_factory=requests.Session)
+    assert resumed.run() and walk_processes() == []
+    assert len(list(store.revisions(WIKI))) == 9000
+    assert resumed.progress.files[0].bytes_read == path.stat().st_size
 
 
 @pytest.mark.parametrize("version, ok", [("0.3", True), ("0.10", True), ("0.11", True), ("0.12", False),
@@ -149,12 +198,13 @@ def test_progress_totals_and_eta():
     assert t["eta_s"] == 30.0 and t["revisions_per_s"] == 0.7
 
 
-def test_rows_match_the_api_rows(tmp_path, store):
+@both_walks
+def test_rows_match_the_api_rows(walk, tmp_path, store):
     revs = (revision_xml(1, 0, text="héllo") + revision_xml(2, 1, ip=True, text="x", minor=True)
             + revision_xml(3, 2, hidden="user comment text") + revision_xml(4, 3, hidden="comment", text="y"))
     path = tmp_path / "d.xml"
     path.write_text(dump_xml(f"<page><title>Talk:T</title><ns>1</ns><id>9</id>{revs}</page>"), encoding="utf-8")
-    run = ingest([path], store, tmp_path, content=True)
+    run = ingest([path], store, tmp_path, session_factory=walk, content=True)
     assert run.run()
     rows = {r.rev_id: r for r in store.revisions(WIKI)}
     one = rows[1]
@@ -189,7 +239,8 @@ class CrashingStore:
         self.written.extend(r.rev_id for rows in pages for r in rows)
 
 
-def test_crash_resumes_without_losing_or_rewriting_finished_pages(tmp_path, store):
+@both_walks
+def test_crash_resumes_without_losing_or_rewriting_finished_pages(walk, tmp_path, store):
     files = []
     for i in range(2):
         f = tmp_path / f"part{i}.xml.bz2"
@@ -235,18 +286,19 @@ def test_concurrent_writes_checkpoint_only_the_leading_finished_pages(tmp_path, 
     assert len(list(store.revisions(WIKI))) == 30
 
 
-def test_stop_between_pages_then_resume(tmp_path, store):
+@both_walks
+def test_stop_between_pages_then_resume(walk, tmp_path, store):
     path = tmp_path / "d.xml"
     path.write_text(dump_xml(pages(1, 10)))
     stop = threading.Event()
     stopping = CrashingStore(store, allowed=-1)
     original = stopping.write_pages
     stopping.write_pages = lambda pages: (stop.set(), original(pages))  # type: ignore[method-assign]
-    run = ingest([path], stopping, tmp_path, writers=1, stop=stop, batch=3)
+    run = ingest([path], stopping, tmp_path, session_factory=walk, writers=1, stop=stop, batch=3)
     assert run.run() is False
     assert run.progress.files[0].state == "stopped" and run.progress.files[0].pages_written == 1
     assert Checkpoint(tmp_path / "cp.json").of(str(path)).pages == 1
-    assert ingest([path], store, tmp_path).run()
+    assert ingest([path], store, tmp_path, session_factory=walk).run()
     assert len(list(store.revisions(WIKI))) == 30
 
 
@@ -270,23 +322,25 @@ def test_reading_ahead_ends_with_the_file_however_it_ends(tmp_path, store, monke
     assert reading_ahead() == [] and len(list(store.revisions(WIKI))) == 9000
 
 
-def test_resume_refuses_a_changed_file(tmp_path, store):
+@both_walks
+def test_resume_refuses_a_changed_file(walk, tmp_path, store):
     path = tmp_path / "d.xml"
     path.write_text(dump_xml(pages(1, 3)))
     cp = Checkpoint(tmp_path / "cp.json")
     cp.of(str(path)).pages, cp.of(str(path)).last_page_id = 2, 77
     cp.save()
     with pytest.raises(DumpCorrupt, match="changed"):
-        ingest([path], store, tmp_path).run()
+        ingest([path], store, tmp_path, session_factory=walk).run()
 
 
+@both_walks
 @pytest.mark.parametrize("kind, cut", [("gz", 0.6), ("bz2", 0.6), ("xml", 0.6)])
-def test_truncated_file_keeps_the_pages_before(tmp_path, store, kind, cut):
+def test_truncated_file_keeps_the_pages_before(walk, tmp_path, store, kind, cut):
     raw = dump_xml(pages(1, 600)).encode()   # bzip2 level 1 decompresses by 100 kB blocks: several blocks
     data = {"gz": gzip.compress, "bz2": lambda b: bz2.compress(b, 1), "xml": lambda b: b}[kind](raw)
     path = tmp_path / f"d.xml.{kind}" if kind != "xml" else tmp_path / "d.xml"
     path.write_bytes(data[:int(len(data) * cut)])
-    run = ingest([path], store, tmp_path, checkpoint_every=0.0, batch=30)
+    run = ingest([path], store, tmp_path, session_factory=walk, checkpoint_every=0.0, batch=30)
     with pytest.raises(DumpCorrupt):
         run.run()
     done = Checkpoint(tmp_path / "cp.json").of(str(path))
@@ -297,31 +351,34 @@ def test_truncated_file_keeps_the_pages_before(tmp_path, store, kind, cut):
     assert reading_ahead() == []
 
 
-def test_corrupt_bzip2_is_named(tmp_path, store):
+@both_walks
+def test_corrupt_bzip2_is_named(walk, tmp_path, store):
     data = bytearray(bz2.compress(dump_xml(pages(1, 40)).encode()))
     for i in range(len(data) // 2, len(data) // 2 + 64):
         data[i] ^= 0x5A
     path = tmp_path / "d.xml.bz2"
     path.write_bytes(bytes(data))
     with pytest.raises(DumpCorrupt):
-        ingest([path], store, tmp_path).run()
+        ingest([path], store, tmp_path, session_factory=walk).run()
 
 
-def test_unknown_schema_and_wrong_wiki(tmp_path, store):
+@both_walks
+def test_unknown_schema_and_wrong_wiki(walk, tmp_path, store):
     odd = tmp_path / "odd.xml"
     odd.write_text(dump_xml(pages(1, 1), version="0.99"))
     with pytest.raises(DumpSchemaUnknown):
-        ingest([odd], store, tmp_path).run()
+        ingest([odd], store, tmp_path, session_factory=walk).run()
     other = tmp_path / "other.xml"
     other.write_text(dump_xml(pages(1, 1), dbname="enwiki"))
     with pytest.raises(DumpWrongWiki):
-        ingest([other], store, tmp_path, expected=ExpectedSite(dbname="genwiki")).run()
+        ingest([other], store, tmp_path, session_factory=walk, expected=ExpectedSite(dbname="genwiki")).run()
     assert list(store.revisions(WIKI)) == []
 
 
-def test_missing_local_file(tmp_path, store):
+@both_walks
+def test_missing_local_file(walk, tmp_path, store):
     with pytest.raises(DumpNotFound):
-        ingest([tmp_path / "absent.xml"], store, tmp_path).run()
+        ingest([tmp_path / "absent.xml"], store, tmp_path, session_factory=walk).run()
 
 
 @responses.activate
@@ -449,11 +506,12 @@ def test_a_block_is_bounded_however_well_the_data_compresses(kind, compress, mon
     assert max(map(len, blocks)) <= dump_stream.INFLATE_OUT and sum(map(len, blocks)) == len(zeros)
 
 
-def test_a_namespace_set_writes_only_its_namespaces_and_resumes_past_the_others(store, tmp_path):
+@both_walks
+def test_a_namespace_set_writes_only_its_namespaces_and_resumes_past_the_others(walk, store, tmp_path):
     talk = "".join(page_xml(p, 2).replace("<ns>0</ns>", "<ns>1</ns>") for p in (3, 4))
     path = tmp_path / "ns.xml"
     path.write_text(dump_xml(pages(1, 2, 2) + talk + pages(5, 1, 2)), encoding="utf-8")
-    run = ingest([path], store, tmp_path, namespaces=[1])
+    run = ingest([path], store, tmp_path, session_factory=walk, namespaces=[1])
     assert run.run() is True
     assert sorted({r.page_id for r in store.revisions(WIKI)}) == [3, 4]
     assert {r.ns for r in store.revisions(WIKI)} == {1}
@@ -462,16 +520,17 @@ def test_a_namespace_set_writes_only_its_namespaces_and_resumes_past_the_others(
     assert (cp.done, cp.pages, cp.last_page_id, cp.revisions) == (True, 4, 4, 4)     # position in the file
 
 
+@both_walks
 @pytest.mark.parametrize("namespaces, page_ids, kept", [
     (None, [2, 5], [2, 5]),             # a category set: its members only
     (None, [], []),                     # a category without members: nothing
     ([1], [2, 3], [3]),                 # both filters hold
 ])
-def test_a_category_set_writes_only_its_members(store, tmp_path, namespaces, page_ids, kept):
+def test_a_category_set_writes_only_its_members(walk, store, tmp_path, namespaces, page_ids, kept):
     talk = page_xml(3, 2).replace("<ns>0</ns>", "<ns>1</ns>")
     path = tmp_path / "members.xml"
     path.write_text(dump_xml(pages(1, 2, 2) + talk + pages(4, 2, 2)), encoding="utf-8")
-    run = ingest([path], store, tmp_path, namespaces=namespaces, page_ids=page_ids)
+    run = ingest([path], store, tmp_path, session_factory=walk, namespaces=namespaces, page_ids=page_ids)
     assert run.run() is True
     assert sorted({r.page_id for r in store.revisions(WIKI)}) == kept
     # the resume point is the file position of the last page written (pages 1-5 are at positions 1-5)

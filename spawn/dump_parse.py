@@ -1,0 +1,224 @@
+"""The walk of one dump file into rows: which pages a file yields and from where a resumed read starts, and where
+the walk runs, in this process or in a process of its own.
+
+The walk (mwxml, to_row) and the store's writing (the driver's statement binding) are both interpreter-bound, so
+in one process they take turns under one lock, however many threads. In a child process the walk runs beside
+the writer on another core; the rows come back pickled, a few hundred pages at a time, over a pipe whose
+backpressure keeps the child at most a message or two ahead. The child opens the file itself (with a session
+from a picklable factory: the spawn's session checks every address it connects to) and reports the compressed
+bytes it read with each message. Its failures arrive as the same DumpErrors the in-process walk raises.
+
+Children come from a forkserver that has this module loaded: starting one costs milliseconds, not an interpreter
+start, and nothing of the parent's threads (the Cassandra driver's, the poller's) is forked.
+"""
+from __future__ import annotations
+
+import io
+import multiprocessing
+import sys
+import threading
+import traceback
+import types
+from contextlib import contextmanager
+from dataclasses import dataclass
+from multiprocessing import forkserver
+from multiprocessing.connection import Connection
+from typing import Callable, Iterator
+
+import mwxml  # type: ignore[import-untyped]
+from mwxml.element_iterator import ElementIterator  # type: ignore[import-untyped]
+
+from shared.revisions.model import Revision
+from spawn.dump_rows import DumpCorrupt, DumpError, ExpectedSite, check_schema, check_site, to_row
+from spawn.dump_stream import Session, open_dump, translated
+
+MESSAGE_REVISIONS = 500     # revisions per message from a child: big enough to amortize a pipe round
+JOIN_S = 5.0                # how long closing waits for a child to end before it is killed
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """One page of the file to write: its position in the file (1-based, counting every page), id and rows."""
+    position: int
+    page_id: int
+    rows: list[Revision]
+
+
+@dataclass(frozen=True)
+class WalkSpec:
+    """What a walk of one file needs, all of it picklable."""
+    source: str
+    wiki: str
+    expected: ExpectedSite = ExpectedSite()
+    content: bool = False
+    timeout: tuple[float, float] = (10.0, 60.0)
+    skip: int = 0                           # pages of the file already written (a resume)
+    last_page_id: int | None = None         # the id of the last of them, checked
+    namespaces: frozenset[int] | None = None
+    page_ids: frozenset[int] | None = None
+
+    def wanted(self, ns: int, page_id: int) -> bool:
+        """Whether a page of the file is one of the set's (its namespaces, its members)."""
+        return ((self.namespaces is None or ns in self.namespaces)
+                and (self.page_ids is None or page_id in self.page_ids))
+
+
+def opened(stream: io.BufferedIOBase, expected: ExpectedSite) -> mwxml.Dump:
+    """The dump of a decompressed stream, its root, schema and site checked."""
+    root = ElementIterator.from_file(stream)
+    if root.tag != "mediawiki":
+        raise DumpCorrupt(f"root element <{root.tag}>, expected <mediawiki>")
+    check_schema(root.attr("version"))
+    dump = mwxml.Dump.from_element(root)
+    check_site(dump.site_info.dbname, dump.site_info.base, expected)
+    return dump
+
+
+def walk(dump: mwxml.Dump, spec: WalkSpec) -> Iterator[Parsed]:
+    """The file's pages to write, in order: after the `skip` already written (the last of them must be the id the
+    checkpoint names), of the wanted namespaces and members only."""
+    position = 0
+    for page in dump.pages:
+        position += 1
+        if position <= spec.skip:
+            if position == spec.skip and page.id != spec.last_page_id:
+                raise DumpCorrupt(f"page {position} of the file is id {page.id}, the checkpoint says "
+                                  f"{spec.last_page_id}: the file changed since")
+            continue
+        if not spec.wanted(int(page.namespace), int(page.id)):
+            continue
+        yield Parsed(position, int(page.id), [to_row(spec.wiki, page, rev, spec.content) for rev in page])
+
+
+@contextmanager
+def walk_here(spec: WalkSpec, http: Session, counted: Callable[[int], None]
+              ) -> Iterator[tuple[int | None, Iterator[Parsed]]]:
+    """(compressed size or None, the pages) walked in this process."""
+    with translated(spec.source), open_dump(spec.source, http, counted, timeout=spec.timeout) as (stream, total):
+        yield total, _opened_walk(stream, spec)     # read within the block: its failures are translated too
+
+
+def _opened_walk(stream: io.BufferedIOBase, spec: WalkSpec) -> Iterator[Parsed]:
+    """walk() of the stream, opened (and checked) at the first page asked for: the size is known before."""
+    yield from walk(opened(stream, spec.expected), spec)
+
+
+# -- the walk in a child process ---------------------------------------------------------------------------------
+
+_OPENED, _PAGES, _END, _ERROR = "opened", "pages", "end", "error"
+_context_lock = threading.Lock()
+_context: multiprocessing.context.ForkServerContext | None = None
+
+
+def _forkserver() -> multiprocessing.context.ForkServerContext:
+    global _context
+    with _context_lock:
+        if _context is None:
+            context = multiprocessing.get_context("forkserver")
+            context.set_forkserver_preload([__name__, *_main_imports()])
+            _context = context
+        return _context
+
+
+def _main_imports() -> list[str]:
+    """The modules the main module took names from, when it runs as `python -m name`: multiprocessing runs that
+    module's body again in every child, and with these already loaded in the forkserver that costs only the body
+    (`python -m gunicorn`, as a spawn runs, is a package's __main__, which multiprocessing does not run again)."""
+    main = sys.modules.get("__main__")
+    name = getattr(getattr(main, "__spec__", None), "name", None)
+    if main is None or not name or name.endswith("__main__"):
+        return []
+    found = set()
+    for value in vars(main).values():
+        module = value.__name__ if isinstance(value, types.ModuleType) else getattr(value, "__module__", None)
+        if isinstance(module, str) and module not in ("__main__", "builtins"):
+            found.add(module)
+    return sorted(found)
+
+
+def start_walker() -> None:
+    """Start the forkserver now rather than at the first file (its start is an interpreter's: about half a
+    second, once per process)."""
+    _forkserver()
+    forkserver.ensure_running()
+
+
+class ChildFailed(DumpError):
+    """The walk's process failed in a way that is not a dump error (it died, or raised something unforeseen)."""
+
+
+def _child(conn: Connection, spec: WalkSpec, session_factory: Callable[[], Session]) -> None:
+    read = 0
+
+    def counted(n: int) -> None:
+        nonlocal read
+        read += n
+    try:
+        with walk_here(spec, session_factory(), counted) as (total, pages):
+            conn.send((_OPENED, total, read))
+            batch: list[Parsed] = []
+            revisions = 0
+            for parsed in pages:
+                batch.append(parsed)
+                revisions += len(parsed.rows)
+                if revisions >= MESSAGE_REVISIONS:
+                    conn.send((_PAGES, batch, read))
+                    batch, revisions = [], 0
+            conn.send((_PAGES, batch, read))
+        conn.send((_END, None, read))
+    except DumpError as exc:
+        conn.send((_ERROR, exc, read))
+    except (BrokenPipeError, EOFError):
+        pass                                # the parent stopped listening: nothing left to tell
+    except BaseException as exc:            # handed over as text: not every exception pickles
+        conn.send((_ERROR, ChildFailed(f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}"), read))
+    finally:
+        conn.close()
+
+
+@contextmanager
+def walk_in_child(spec: WalkSpec, session_factory: Callable[[], Session], counted: Callable[[int], None]
+                  ) -> Iterator[tuple[int | None, Iterator[Parsed]]]:
+    """(compressed size or None, the pages) walked in a child process; raises its DumpErrors here. Leaving the
+    block ends the child (a walk left early is killed)."""
+    context = _forkserver()
+    ours, theirs = context.Pipe(duplex=False)
+    process = context.Process(target=_child, args=(theirs, spec, session_factory), name="dump-walk", daemon=True)
+    process.start()
+    theirs.close()
+    reported, ended = 0, False
+
+    def receive() -> tuple[str, object]:
+        nonlocal reported
+        try:
+            kind, value, read = ours.recv()
+        except EOFError:
+            process.join(JOIN_S)
+            raise ChildFailed(f"{spec.source}: the dump walk's process ended with code {process.exitcode}") \
+                from None
+        counted(read - reported)
+        reported = read
+        if kind == _ERROR:
+            assert isinstance(value, DumpError)
+            raise value
+        return kind, value
+
+    def pages() -> Iterator[Parsed]:
+        nonlocal ended
+        while True:
+            kind, value = receive()
+            if kind == _END:
+                ended = True
+                return
+            yield from value            # type: ignore[misc]
+
+    try:
+        kind, total = receive()
+        assert kind == _OPENED
+        yield total, pages()            # type: ignore[misc]
+    finally:
+        ours.close()
+        process.join(JOIN_S if ended else 0)
+        if process.is_alive():
+            process.kill()
+            process.join(JOIN_S)
