@@ -34,6 +34,7 @@ from spawn.dump_stream import Session, open_dump, translated
 
 MESSAGE_REVISIONS = 500     # revisions per message from a child: big enough to amortize a pipe round
 JOIN_S = 5.0                # how long closing waits for a child to end before it is killed
+PROGRESS_S = 1.0            # a child's bytes read reach the parent at least this often while it reads
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,7 @@ def _opened_walk(stream: io.BufferedIOBase, spec: WalkSpec) -> Iterator[Parsed]:
 
 # -- the walk in a child process ---------------------------------------------------------------------------------
 
-_OPENED, _PAGES, _END, _ERROR = "opened", "pages", "end", "error"
+_OPENED, _PAGES, _PROGRESS, _END, _ERROR = "opened", "pages", "progress", "end", "error"
 _context_lock = threading.Lock()
 _context: multiprocessing.context.ForkServerContext | None = None
 
@@ -147,32 +148,60 @@ class ChildFailed(DumpError):
     """The walk's process failed in a way that is not a dump error (it died, or raised something unforeseen)."""
 
 
-def _child(conn: Connection, spec: WalkSpec, session_factory: Callable[[], Session]) -> None:
-    read = 0
+class _Reporter:
+    """The child's side of the pipe: every message carries the compressed bytes read so far, and a beat sends them
+    every PROGRESS_S while no page is ready (a namespace set skips long stretches of a file)."""
 
-    def counted(n: int) -> None:
-        nonlocal read
-        read += n
+    def __init__(self, conn: Connection):
+        self.conn, self.read = conn, 0
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+
+    def counted(self, n: int) -> None:
+        self.read += n
+
+    def send(self, kind: str, value: object) -> None:
+        with self._lock:
+            self.conn.send((kind, value, self.read))
+
+    def beat(self) -> None:
+        sent = self.read
+        while not self._done.wait(PROGRESS_S):
+            if self.read != sent:
+                sent = self.read
+                self.send(_PROGRESS, None)
+
+    def close(self) -> None:
+        self._done.set()
+
+
+def _child(conn: Connection, spec: WalkSpec, session_factory: Callable[[], Session]) -> None:
+    out = _Reporter(conn)
     try:
-        with walk_here(spec, session_factory(), counted) as (total, pages):
-            conn.send((_OPENED, total, read))
+        with walk_here(spec, session_factory(), out.counted) as (total, pages):
+            out.send(_OPENED, total)
+            threading.Thread(target=out.beat, name="dump-walk-beat", daemon=True).start()
             batch: list[Parsed] = []
             revisions = 0
             for parsed in pages:
                 batch.append(parsed)
                 revisions += len(parsed.rows)
                 if revisions >= MESSAGE_REVISIONS:
-                    conn.send((_PAGES, batch, read))
+                    out.send(_PAGES, batch)
                     batch, revisions = [], 0
-            conn.send((_PAGES, batch, read))
-        conn.send((_END, None, read))
+            out.send(_PAGES, batch)
+        out.close()
+        out.send(_END, None)
     except DumpError as exc:
-        conn.send((_ERROR, exc, read))
+        out.close()
+        out.send(_ERROR, exc)
     except (BrokenPipeError, EOFError):
         pass                                # the parent stopped listening: nothing left to tell
     except BaseException as exc:            # handed over as text: not every exception pickles
-        conn.send((_ERROR, ChildFailed(f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}"), read))
+        out.close()
+        out.send(_ERROR, ChildFailed(f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}"))
     finally:
+        out.close()
         conn.close()
 
 
@@ -210,7 +239,8 @@ def walk_in_child(spec: WalkSpec, session_factory: Callable[[], Session], counte
             if kind == _END:
                 ended = True
                 return
-            yield from value            # type: ignore[misc]
+            if kind == _PAGES:
+                yield from value        # type: ignore[misc]
 
     try:
         kind, total = receive()
