@@ -196,20 +196,20 @@ class DumpIngest:
         self.checkpoint.save()
 
     def _pages(self, fp: FileProgress, cp: FileCheckpoint, pages: Iterator[Parsed]) -> bool:
-        """Parse here, write groups of pages on `writers` threads (a long page's parts in order on one thread); the
-        checkpoint advances only over the leading run of groups whose writes completed."""
+        """Take the walk's pages here, write groups of them on `writers` threads (a long page's parts in order on one
+        thread); the checkpoint advances only over the leading run of groups whose writes completed."""
         pending: deque[InFlight] = deque()
         with ThreadPoolExecutor(self.writers, thread_name_prefix="dump-write") as pool:
             try:
-                complete = self._submit(fp, pages, pool, pending, cp)
+                complete = self._submit(fp, cp, pages, pool, pending)
             except BaseException:
                 self._settle(fp, cp, pending, until=0, quiet=True)
                 raise
             self._settle(fp, cp, pending, until=0)
         return complete
 
-    def _submit(self, fp: FileProgress, pages: Iterator[Parsed], pool: ThreadPoolExecutor, pending: deque[InFlight],
-                cp: FileCheckpoint) -> bool:
+    def _submit(self, fp: FileProgress, cp: FileCheckpoint, pages: Iterator[Parsed], pool: ThreadPoolExecutor,
+                pending: deque[InFlight]) -> bool:
         saved = time.monotonic()
         group = Group()
 
@@ -221,11 +221,10 @@ class DumpIngest:
                 group = Group()
                 self._settle(fp, cp, pending, until=2 * self.writers)
         for page in pages:
-            rows = page.rows
-            fp.revisions_read += len(rows)
-            if group.revisions + len(rows) > self.batch:
+            fp.revisions_read += len(page.rows)
+            if group.revisions + len(page.rows) > self.batch:
                 flush()
-            group.add(page.position, page.page_id, rows)
+            group.add(page.position, page.page_id, page.rows)
             if group.revisions >= self.batch:
                 flush()
             if time.monotonic() - saved >= self.checkpoint_every:
