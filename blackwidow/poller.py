@@ -185,8 +185,7 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
     for nid in polled.reports:
         state.sent[nid] = upstream_rounds.delivered(state.sent.get(nid, {}), upstream_tick.budgets_for(budgets, nid))
     rules = Rules.of(config)
-    scope = tick_scope.scope(state.carry, routed_over=state.routed_nodes, live=liveness(snap, polled, rules)[1],
-                             leased=leasing.leased_tenants(before), written=written, reported=polled.changed)
+    scope = _scope(state, snap, polled, rules, leasing.leased_tenants(before), written)
     decision = decide(snap, polled, leases, rules, at,
                       previous_live=state.routed_nodes if state.routed_nodes is not None else live_ids,
                       memory=state.quota, scope=scope)
@@ -211,7 +210,8 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
         store.apply_settlement(state.cache.snapshot, *wrote)
         if any("page_key" in values for values in wrote[2].values()):
             state.page_keys += 1
-        silent = (sid for nid in polled.failed if nid in state.reports for sid in state.reports[nid].statuses)
+        silent = tick_scope.silent_holdings(polled.failed, {n: k.statuses for n, k in state.reports.items()},
+                                            state.cache.snapshot.by_node)
         state.carry = tick_scope.unsettled(plan=decision.plan, desired=decision.desired, states=decision.state,
                                            assignments=state.cache.snapshot.assignments, answered=polled.reports,
                                            silent_holdings=silent)
@@ -274,6 +274,25 @@ def _log_decision(snap: Snapshot, decision: Decision) -> None:
     if plan.kind:
         logger.info("reload.planned", extra={"kind": plan.kind, "puts": len(plan.puts), "drops": len(plan.drops),
                                              "adopts": len(plan.adopts), "reasons": plan.reasons})
+
+
+def _scope(state: PollerState, snap: Snapshot, polled: Polled, rules: Rules, leased: frozenset[str],
+           written: frozenset[str] | None) -> frozenset[str] | None:
+    """The ids this tick looks at (blackwidow.tick_scope), None: every one."""
+    live = liveness(snap, polled, rules)[1]
+    if state.carry is None or written is None or leased:
+        return None               # a whole tick whatever else: spare the passes below
+    statuses = polled.by_node()
+    moved = None
+    if live != state.routed_nodes:
+        moved = tick_scope.node_set_moves(routing=rules.routing, routed_over=state.routed_nodes, live=live,
+                                          assignments=snap.assignments, subscriptions=snap.subscriptions,
+                                          holdings=snap.by_node, statuses=statuses)
+        if moved is None:
+            return None
+    reported = tick_scope.report_changes(polled.changed, statuses, snap.by_node)
+    return tick_scope.scope(state.carry, routed_over=state.routed_nodes, live=live, leased=leased,
+                            written=written, reported=reported, moved=moved)
 
 
 def _snapshot(session, cached: Cached | None) -> tuple[Cached, frozenset[str] | None]:

@@ -77,3 +77,31 @@ def test_rendezvous_moves_only_to_the_new_node():
     before = assign(SUBS, NODES[:10], RENDEZVOUS)
     after = assign(SUBS, NODES[:11], RENDEZVOUS)
     assert {after[s] for s in SUBS if before[s] != after[s]} == {NODES[10]}
+
+
+def test_winners_in_numpy_blocks_are_node_for_exactly():
+    from blackwidow import router
+    sources = list(SUBS.values())[:2000]
+    picked = [router.node_for(s, sorted(NODES), RENDEZVOUS) for s in sources]
+    assert router.winners(sources, NODES) == [(router.weight(node, s), node) for node, s in zip(picked, sources)]
+    assert router.winners([], NODES) == []
+
+
+def test_rendezvous_weight_of_two_nodes_with_one_hash_goes_to_the_greater_id(monkeypatch):
+    from blackwidow import router
+    monkeypatch.setattr(router, "stable_hash", lambda value: 7 if value in ("a", "b") else 11)
+    assert router.node_for("s", ["a", "b"], RENDEZVOUS) == "b"
+    assert router.winners(["s"], ["a", "b"]) == [(router.weight("b", "s"), "b")]
+
+
+def test_rendezvous_memo_follows_joins_and_leaves_as_a_fresh_computation():
+    from blackwidow.router import _RendezvousMemo
+    memo = _RendezvousMemo()
+    sources = sorted(set(SUBS.values()))[:1500]
+    for nodes in (NODES[:4], NODES[:6], NODES[1:6], NODES[1:6], [NODES[0], NODES[9]], NODES):
+        ordered = sorted(nodes)
+        assert memo.route(sources, ordered) == {s: node_for(s, ordered, RENDEZVOUS) for s in sources}
+    # a partial call keeps what it knows of the sources it was not asked about
+    memo.route(sources[:10], sorted(NODES[:3]), forget=False)
+    assert memo.route(sources, sorted(NODES[:3])) == {s: node_for(s, sorted(NODES[:3]), RENDEZVOUS)
+                                                      for s in sources}

@@ -1,6 +1,7 @@
 """A tick that looks only at its scope (blackwidow.tick_scope) decides and writes exactly what a tick that looks
 at every subscription does. Random sequences of admin writes, spawn events, silent nodes and failed sends run
-through both, tick after tick, and every plan and every write must be equal."""
+through both, tick after tick, and every plan and every write must be equal; under rendezvous also with nodes
+that join, leave and restart."""
 import random
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
@@ -13,13 +14,15 @@ from blackwidow.quota.arithmetic import Params
 from blackwidow.quota.leasing import LeaseRound, QuotaMemory
 from blackwidow.quota.store import LeaseSnapshot
 from blackwidow.sends import Outcome
-from blackwidow.store.coordination import NodeView, Snapshot, SubscriptionView, apply_settlement
+from blackwidow.store.coordination import AssignmentView, NodeView, Snapshot, SubscriptionView, apply_settlement
 from shared.wire import StatusReport, SubscriptionSpec, SubscriptionStatus
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 WIKI = "https://en.wikipedia.org/w/api.php"
 NODES = ("A", "B", "C")
+POOL = ("A", "B", "C", "D", "E")        # the nodes that may join under churn
 RULES = Rules(node_failures=99, routing="modulo")       # a silent node stays live: the node set never changes
+CHURN = Rules(node_failures=99, routing="rendezvous")   # nodes join, leave and restart by the test's events
 
 
 def no_leases(now: datetime) -> LeaseRound:
@@ -37,6 +40,32 @@ class World:
         self.runs: dict[str, dict[str, SubscriptionStatus]] = {n: {} for n in NODES}
         self.sent: dict[str, dict[str, SubscriptionStatus]] = {n: {} for n in NODES}   # as last reported
         self.written: set[str] = set()
+        self.whole: set[str] = set()            # nodes whose next report is whole (joined or restarted)
+
+    def live(self) -> list[str]:
+        return sorted(n for n, view in self.snap.nodes.items() if view.state == "live")
+
+    # -- the node set ---------------------------------------------------------------------------
+    def join(self) -> None:
+        out = [n for n in POOL if n not in self.live()]
+        if out:
+            node = self.rng.choice(out)
+            self.snap.nodes[node] = NodeView(node, f"http://{node}", "live", 0, "boot")
+            self.runs[node], self.sent[node] = {}, {}
+            self.whole.add(node)
+
+    def leave(self) -> None:
+        """A node gone, as the tick that counted its last failed poll recorded it."""
+        live = self.live()
+        if len(live) > 1:
+            node = self.rng.choice(live)
+            self.snap.nodes[node] = NodeView(node, f"http://{node}", "dead", 99, "boot")
+            self.runs[node], self.sent[node] = {}, {}
+
+    def restart(self) -> None:
+        node = self.rng.choice(self.live())
+        self.runs[node] = {}
+        self.whole.add(node)
 
     # -- the admin API -------------------------------------------------------------------------
     def create(self) -> None:
@@ -71,7 +100,7 @@ class World:
 
     # -- the spawns ------------------------------------------------------------------------------
     def spawn_event(self) -> None:
-        node = self.rng.choice(NODES)
+        node = self.rng.choice(self.live())
         held = sorted(self.runs[node])
         if not held:
             return
@@ -91,13 +120,14 @@ class World:
 
     def polls(self, silent: set[str]) -> Polled:
         reports, statuses, changed = {}, {}, {}
-        for node in NODES:
+        for node in self.live():
             if node in silent:
                 continue
             now = dict(self.runs[node])
             before = self.sent[node]
-            changed[node] = frozenset({sid for sid in now if before.get(sid) != now[sid]}
-                                      | (before.keys() - now.keys()))
+            changed[node] = None if node in self.whole else \
+                frozenset({sid for sid in now if before.get(sid) != now[sid]} | (before.keys() - now.keys()))
+            self.whole.discard(node)
             self.sent[node] = now
             reports[node] = StatusReport(node_id=node, boot_id="boot", attached=True,
                                          subscriptions=tuple(now.values()))
@@ -114,8 +144,10 @@ class World:
             elif ok and isinstance(o.action, reload.Put):
                 spec = o.action.spec
                 old = self.runs[o.action.node_id].get(spec.id)
+                # now and then a spawn that does not say which spec it runs (an older version)
                 self.runs[o.action.node_id][spec.id] = SubscriptionStatus(
-                    id=spec.id, state="assigned", revisions=old.revisions if old else 0, spec=spec.to_dict())
+                    id=spec.id, state="assigned", revisions=old.revisions if old else 0,
+                    spec=spec.to_dict() if self.rng.random() > 0.1 else None)
             done.append(Outcome(o.action, ok, "assigned" if ok and isinstance(o.action, reload.Put) else None))
         return done
 
@@ -124,42 +156,52 @@ def planned(plan: reload.Plan) -> list[Outcome]:
     return [Outcome(a, True) for a in (*plan.drops, *plan.puts)]
 
 
+@pytest.mark.parametrize("rules", [RULES, CHURN], ids=["modulo", "rendezvous with churn"])
 @pytest.mark.parametrize("seed", range(12))
-def test_a_scoped_tick_plans_and_writes_what_a_whole_tick_does(seed):
+def test_a_scoped_tick_plans_and_writes_what_a_whole_tick_does(seed, rules):
     rng = random.Random(seed)
     world = World(rng)
     for _ in range(20):
         world.create()
+    events = [world.create, world.patch, world.delete, world.spawn_event, world.spawn_event, world.spawn_event]
+    if rules is CHURN:
+        events += [world.join, world.leave, world.restart]
     carry: frozenset[str] | None = None
     routed_over: frozenset[str] | None = None
     now = T0
-    scoped_ticks = 0
+    scoped_ticks = hard_ticks = 0
     for step in range(120):
         for _ in range(rng.randint(0, 3)):
-            rng.choice([world.create, world.patch, world.delete, world.spawn_event, world.spawn_event,
-                        world.spawn_event])()
-        silent = {n for n in NODES if rng.random() < 0.1}
+            rng.choice(events)()
+        silent = {n for n in world.live() if rng.random() < 0.1}
         polled = world.polls(silent)
         now += timedelta(seconds=rng.choice([2, 5, 40]))
-        live = liveness(world.snap, polled, RULES)[1]
+        live = liveness(world.snap, polled, rules)[1]
         written, world.written = frozenset(world.written), set()
+        holdings = Snapshot(world.snap.nodes, world.snap.subscriptions, world.snap.assignments).by_node
+        statuses = polled.by_node()
+        moved = tick_scope.node_set_moves(routing=rules.routing, routed_over=routed_over, live=live,
+                                          assignments=world.snap.assignments, subscriptions=world.snap.subscriptions,
+                                          holdings=holdings, statuses=statuses)
         scope = tick_scope.scope(carry, routed_over=routed_over, live=live, leased=frozenset(), written=written,
-                                 reported=polled.changed)
-        whole = decide(world.snap, polled, no_leases(now), RULES, now, previous_live=routed_over or live,
+                                 reported=tick_scope.report_changes(polled.changed, statuses, holdings), moved=moved)
+        whole = decide(world.snap, polled, no_leases(now), rules, now, previous_live=routed_over or live,
                        memory=QuotaMemory())
-        scoped = decide(world.snap, polled, no_leases(now), RULES, now, previous_live=routed_over or live,
+        scoped = decide(world.snap, polled, no_leases(now), rules, now, previous_live=routed_over or live,
                         memory=QuotaMemory(), scope=scope)
         assert scoped.plan == whole.plan, f"step {step}"
         outcomes = world.apply(planned(whole.plan))
-        expected = settle(world.snap, whole, outcomes, now, RULES)
-        got = settle(world.snap, scoped, outcomes, now, RULES)
+        expected = settle(world.snap, whole, outcomes, now, rules)
+        got = settle(world.snap, scoped, outcomes, now, rules)
         assert (got.assignments, sorted(got.deleted), got.subscriptions, got.reload) == \
             (expected.assignments, sorted(expected.deleted), expected.subscriptions, expected.reload), f"step {step}"
         apply_settlement(world.snap, expected.assignments, expected.deleted, expected.subscriptions)
-        silent_holdings = {sid for n in silent for sid in world.sent[n]}
+        silent_holdings = tick_scope.silent_holdings(silent, world.sent, Snapshot(
+            world.snap.nodes, world.snap.subscriptions, world.snap.assignments).by_node)
         carry = tick_scope.unsettled(plan=scoped.plan, desired=scoped.desired, states=scoped.state,
                                      assignments=world.snap.assignments, answered=polled.reports,
                                      silent_holdings=silent_holdings)
+        hard_ticks += scope is not None and routed_over is not None and live != routed_over
         routed_over = whole.live
         scoped_ticks += scope is not None
         # the next polls name the same ids whether they look for copies elsewhere among the carried ids alone
@@ -169,6 +211,8 @@ def test_a_scoped_tick_plans_and_writes_what_a_whole_tick_does(seed):
                                candidates=carry)
         assert {n: sorted(ids) for n, ids in few.items()} == {n: sorted(ids) for n, ids in every.items()}
     assert scoped_ticks > 100          # the comparison ran on scoped ticks, not on fallbacks to whole ones
+    if rules is CHURN:
+        assert hard_ticks >= 5         # and on node-set changes looked at in part
 
 
 def test_whatever_cannot_be_proven_unchanged_is_a_whole_tick():
@@ -177,7 +221,66 @@ def test_whatever_cannot_be_proven_unchanged_is_a_whole_tick():
                 reported={"A": frozenset({"z"}), "B": frozenset()})
     assert tick_scope.scope(**base) == {"x", "y", "z"}
     for name, change in [("first tick", {"carry": None}), ("snapshot read whole", {"written": None}),
-                         ("node set changed", {"live": frozenset({"A"})}),
+                         ("node set changed, its moves unknown", {"live": frozenset({"A"})}),
                          ("a whole report", {"reported": {"A": None, "B": frozenset()}}),
                          ("a tenant with a quota", {"leased": frozenset({"t"})})]:
         assert tick_scope.scope(**{**base, **change}) is None, name
+
+
+def test_a_node_set_change_adds_what_it_may_move():
+    live = frozenset({"A", "B"})
+    base = dict(carry=frozenset({"x"}), routed_over=live, live=frozenset({"A", "B", "C"}), leased=frozenset(),
+                written=frozenset({"y"}), reported={"A": frozenset({"z"})})
+    assert tick_scope.scope(**base, moved=frozenset({"m"})) == {"x", "y", "z", "m"}
+    assert tick_scope.scope(**base, moved=None) is None
+
+
+def test_a_whole_report_adds_every_id_it_names_and_every_id_assigned_to_its_node():
+    statuses = {"A": {"a1": "status", "b9": "status"}, "B": {"b1": "status"}, "C": {}}
+    holdings = {"A": {"a1", "a2"}, "B": {"b1"}, "C": {"c1"}}
+    assert tick_scope.report_changes({"A": None, "B": frozenset({"b1"})}, statuses, holdings) == \
+        {"A": {"a1", "a2", "b9"}, "B": {"b1"}, "C": {"c1"}}      # C: absent, as good as whole
+
+
+def test_silent_nodes_hold_what_they_last_reported_and_what_is_assigned_to_them():
+    assert tick_scope.silent_holdings({"A"}, {"A": {"r"}, "B": {"q"}}, {"A": {"s"}, "B": {"t"}}) == {"r", "s"}
+
+
+def _view(sid: str, source: str) -> SubscriptionView:
+    spec = SubscriptionSpec(id=sid, source_uuid=source, tenant_id="t", wiki=WIKI, title=sid)
+    return SubscriptionView(sid, spec, True, "running", None, 0, None, None)
+
+
+@pytest.mark.parametrize("name, before, after, expect", [
+    ("a node joins: only what it outweighs its holder for", "ABC", "ABCD", "won by D"),
+    ("a node leaves: what it held", "ABCD", "ABC", "held by D"),
+    ("one leaves and one joins", "ABCD", "ABCE", "held by D, won by E"),
+])
+def test_under_rendezvous_a_node_set_change_moves_what_rendezvous_moves(name, before, after, expect):
+    from blackwidow import router
+    subs = {f"s{i}": _view(f"s{i}", f"src-{i}") for i in range(400)}
+    first = {sid: router.node_for(sub.route_key, sorted(before), router.RENDEZVOUS) for sid, sub in subs.items()}
+    assignments = {sid: AssignmentView(node, True, T0) for sid, node in first.items()}
+    holdings: dict[str, set[str]] = {}
+    for sid, node in first.items():
+        holdings.setdefault(node, set()).add(sid)
+    moved = tick_scope.node_set_moves(routing="rendezvous", routed_over=frozenset(before), live=frozenset(after),
+                                      assignments=assignments, subscriptions=subs, holdings=holdings, statuses={})
+    routed = {sid: router.node_for(sub.route_key, sorted(after), router.RENDEZVOUS) for sid, sub in subs.items()}
+    assert moved == {sid for sid in subs if routed[sid] != first[sid]}, name
+    assert 0 < len(moved) < 200
+
+
+def test_under_modulo_or_without_a_last_node_set_a_node_set_change_moves_everything():
+    args = dict(assignments={}, subscriptions={}, holdings={}, statuses={})
+    assert tick_scope.node_set_moves(routing="modulo", routed_over=frozenset("AB"), live=frozenset("ABC"),
+                                     **args) is None
+    assert tick_scope.node_set_moves(routing="rendezvous", routed_over=None, live=frozenset("ABC"), **args) is None
+
+
+def test_a_node_set_change_re_sends_what_a_node_reported_without_its_spec():
+    status = SubscriptionStatus(id="s1", state="running", revisions=0, spec=None)
+    moved = tick_scope.node_set_moves(routing="rendezvous", routed_over=frozenset("AB"), live=frozenset("A"),
+                                      assignments={}, subscriptions={}, holdings={},
+                                      statuses={"A": {"s1": status}})
+    assert moved == {"s1"}
