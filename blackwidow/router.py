@@ -75,7 +75,8 @@ def outweighed(sources: list[str], holders: list[str], nodes: Iterable[str]) -> 
     nodes = list(nodes)
     if not sources or not nodes:
         return [False] * len(sources)
-    held = _hashes(sources) ^ _hashes(holders)
+    of_node = {node: stable_hash(node) for node in set(holders)}      # a thousand nodes hold a million
+    held = _hashes(sources) ^ np.fromiter((of_node[h] for h in holders), dtype=np.uint64, count=len(holders))
     _mix_in_place(held)
     return [challenger > (weight, holder)
             for challenger, weight, holder in zip(winners(sources, nodes), held.tolist(), holders)]
@@ -83,9 +84,7 @@ def outweighed(sources: list[str], holders: list[str], nodes: Iterable[str]) -> 
 
 def _hashes(values: list[str]) -> "np.ndarray":
     """stable_hash of each value, as a uint64 array (one blake2b each: a second per million)."""
-    memo: dict[str, int] = {}
-    return np.fromiter((memo[v] if v in memo else memo.setdefault(v, stable_hash(v)) for v in values),
-                       dtype=np.uint64, count=len(values))
+    return np.fromiter((stable_hash(v) for v in values), dtype=np.uint64, count=len(values))
 
 
 def _mix_in_place(x: "np.ndarray") -> None:
