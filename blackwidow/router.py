@@ -52,15 +52,18 @@ def node_for(source_uuid: str, nodes: list[str], strategy: str = MODULO) -> str:
 def winners(sources: list[str], nodes: Iterable[str]) -> list[tuple[int, str]]:
     """(weight, node) of the highest weight over `nodes` for each source, as node_for() picks it (a tie, which
     needs two nodes with one 64-bit hash, goes to the greater node id), computed in numpy blocks."""
-    if not sources:
+    return _winners(_hashes(sources), nodes)
+
+
+def _winners(source_hashes: "np.ndarray", nodes: Iterable[str]) -> list[tuple[int, str]]:
+    if not len(source_hashes):
         return []
     ordered = sorted(set(nodes), reverse=True)        # argmax keeps the first of equal weights
     node_hashes = _hashes(ordered)
-    source_hashes = _hashes(sources)
     rows = max(1, _BLOCK // len(ordered))
-    best_weights = np.empty(len(sources), dtype=np.uint64)
-    best_nodes = np.empty(len(sources), dtype=np.intp)
-    for start in range(0, len(sources), rows):
+    best_weights = np.empty(len(source_hashes), dtype=np.uint64)
+    best_nodes = np.empty(len(source_hashes), dtype=np.intp)
+    for start in range(0, len(source_hashes), rows):
         block = source_hashes[start:start + rows, None] ^ node_hashes[None, :]
         _mix_in_place(block)
         column = block.argmax(axis=1)
@@ -69,17 +72,18 @@ def winners(sources: list[str], nodes: Iterable[str]) -> list[tuple[int, str]]:
     return [(w, ordered[i]) for w, i in zip(best_weights.tolist(), best_nodes.tolist())]
 
 
-def outweighed(sources: list[str], holders: list[str], nodes: Iterable[str]) -> list[bool]:
-    """For each source and the node holding it, whether one of `nodes` (those that joined) outweighs the
-    holder, so that rendezvous over the holder's set and `nodes` moves the source."""
+def takeovers(sources: list[str], holders: list[str], nodes: Iterable[str]) -> list[str | None]:
+    """For each source and the node holding it, the one of `nodes` (those that joined) that outweighs the
+    holder and so wins the source once it joins, or None when the holder keeps it."""
     nodes = list(nodes)
     if not sources or not nodes:
-        return [False] * len(sources)
+        return [None] * len(sources)
     of_node = {node: stable_hash(node) for node in set(holders)}      # a thousand nodes hold a million
-    held = _hashes(sources) ^ np.fromiter((of_node[h] for h in holders), dtype=np.uint64, count=len(holders))
+    source_hashes = _hashes(sources)
+    held = source_hashes ^ np.fromiter((of_node[h] for h in holders), dtype=np.uint64, count=len(holders))
     _mix_in_place(held)
-    return [challenger > (weight, holder)
-            for challenger, weight, holder in zip(winners(sources, nodes), held.tolist(), holders)]
+    return [challenger[1] if challenger > (weight, holder) else None
+            for challenger, weight, holder in zip(_winners(source_hashes, nodes), held.tolist(), holders)]
 
 
 def _hashes(values: list[str]) -> "np.ndarray":
@@ -97,14 +101,15 @@ def _mix_in_place(x: "np.ndarray") -> None:
 
 
 class _RendezvousMemo:
-    """Each source's winning (weight, node) over the node set routed last, kept between calls: a call on the
-    same nodes costs a lookup per source, a joining node one weight per source, a leaving node a full
+    """Each source's winning node over the node set routed last, kept between calls: a call on the same nodes
+    costs a lookup per source, a joining node a weight per source and holder, a leaving node a full
     recomputation only of the sources it held. The results are node_for()'s exactly: the best over a set is
-    the best over its old part or its new part."""
+    the best over its old part or its new part. Weights are not kept (a million would cost 100 MB): the
+    holder's is computed again when a node joins."""
 
     def __init__(self) -> None:
         self._nodes: frozenset[str] = frozenset()
-        self._best: dict[str, tuple[int, str]] = {}
+        self._best: dict[str, str] = {}
         self._lock = threading.Lock()
 
     def route(self, sources: Iterable[str], ordered: list[str], forget: bool = True) -> dict[str, str]:
@@ -113,22 +118,22 @@ class _RendezvousMemo:
             best = self._best
             if nodes != self._nodes:
                 removed, added = self._nodes - nodes, nodes - self._nodes
-                best = {s: w for s, w in best.items() if w[1] not in removed}
+                best = {s: n for s, n in best.items() if n not in removed}
                 if added and best:
                     held = list(best)
-                    for source, challenger in zip(held, winners(held, added)):
-                        if challenger > best[source]:
-                            best[source] = challenger
+                    for source, taker in zip(held, takeovers(held, [best[s] for s in held], added)):
+                        if taker is not None:
+                            best[source] = taker
             sources = list(sources)
             missing = [s for s in sources if s not in best]
-            computed = dict(zip(missing, winners(missing, ordered)))
+            computed = {s: node for s, (_, node) in zip(missing, winners(missing, ordered))}
             kept = {s: best.get(s) or computed[s] for s in sources}
             if forget:
                 self._nodes, self._best = nodes, kept      # forget sources no longer routed
             else:
                 best.update(computed)
                 self._nodes, self._best = nodes, best
-            return {source: weight[1] for source, weight in kept.items()}
+            return kept
 
 
 _rendezvous = _RendezvousMemo()

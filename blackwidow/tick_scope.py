@@ -87,8 +87,8 @@ def node_set_moves(*, routing: str, routed_over: frozenset[str] | None, live: fr
     if joined:
         held = [(sid, a.node_id, sub.route_key) for sid, a in assignments.items()
                 if a.node_id not in left and (sub := subscriptions.get(sid)) is not None]
-        gained = router.outweighed([key for _, _, key in held], [node for _, node, _ in held], joined)
-        ids.update(sid for (sid, _, _), moves in zip(held, gained) if moves)
+        takers = router.takeovers([key for _, _, key in held], [node for _, node, _ in held], joined)
+        ids.update(sid for (sid, _, _), taker in zip(held, takers) if taker is not None)
     ids.update(sid for on_node in statuses.values() for sid, status in on_node.items() if status.spec is None)
     return frozenset(ids)
 
