@@ -61,8 +61,7 @@ def build_node(config: SpawnConfig, *, store: RevisionStore, metrics: SpawnMetri
     # their own, so that a dump's long download never holds a wiki connection; each file is walked in a child
     # process (beside this one's writing, on another core), which makes that session itself
     dump_session = partial(wiki_session, config.user_agent, config.wiki_allowlist, pool_size=2)
-    dumps = DumpRunners(store, dump_session(), metrics, max_running=config.dump_files_per_node,
-                        session_factory=dump_session)
+    dumps = DumpRunners(store, None, metrics, max_running=config.dump_files_per_node, session_factory=dump_session)
     registry = Registry(wikis.make_source, orphan_after_s=config.orphan_after_s,
                         clock_skew_s=config.max_clock_skew_s)
     hub = HubClient(make_session(config.user_agent, pool_size=2), config.hub_url, config.node_secret,

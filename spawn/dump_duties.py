@@ -46,7 +46,7 @@ def ended(state: str, stopped: bool, error: str | None) -> tuple[str, str | None
 class DumpRunner:
     """One file's ingest on a thread of its own. Thread-safe: the poll thread reads report() while it runs."""
 
-    def __init__(self, duty: DumpDuty, *, store: RevisionStore, http: Session,
+    def __init__(self, duty: DumpDuty, *, store: RevisionStore, http: Session | None,
                  on_end: Callable[[DumpRunner], None], batch: int = BATCH,
                  session_factory: Callable[[], Session] | None = None):
         self.duty = duty
@@ -62,7 +62,7 @@ class DumpRunner:
             self._error = f"{type(exc).__name__}: {exc}"
         self._thread = threading.Thread(target=self._run, name=f"dump-{duty.file_id}", daemon=True)
 
-    def _ingest(self, store: RevisionStore, http: Session, batch: int,
+    def _ingest(self, store: RevisionStore, http: Session | None, batch: int,
                 session_factory: Callable[[], Session] | None) -> DumpIngest:
         duty, r = self.duty, self.duty.resume
         checkpoint = Checkpoint(None, {duty.url: FileCheckpoint(pages=r.pages, last_page_id=r.last_page_id,
@@ -126,13 +126,14 @@ class DumpRunner:
 class DumpRunners:
     """The dump files this node reads, as the hub's duties say; a detach stops them all."""
 
-    def __init__(self, store: RevisionStore, http: Session, metrics: SpawnMetrics | None = None, *,
+    def __init__(self, store: RevisionStore, http: Session | None, metrics: SpawnMetrics | None = None, *,
                  max_running: int = 1, join_s: float = JOIN_S, batch: int = BATCH,
                  session_factory: Callable[[], Session] | None = None):
         if max_running < 1:
             raise ValueError("max_running must be at least 1")
         self.store, self.http = store, http
-        # given: files are walked in child processes with sessions it makes (spawn.dump_parse); else with `http`
+        # given: files are walked in child processes with sessions it makes (spawn.dump_parse), and `http` may be
+        # None; else in this process with `http`
         self.session_factory = session_factory
         self.metrics = metrics or SpawnMetrics()
         self.max_running, self.join_s, self.batch = max_running, join_s, batch

@@ -26,7 +26,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, cast
 
 from shared.revisions.model import Revision
 from shared.revisions.store import RevisionStore
@@ -129,11 +129,13 @@ class DumpIngest:
     after checkpointing what was written; a later run() resumes."""
 
     def __init__(self, sources: Sequence[str], *, wiki: str, store: RevisionStore, checkpoint: Checkpoint,
-                 http: Session, expected: ExpectedSite = ExpectedSite(), content: bool = False,
+                 http: Session | None = None, expected: ExpectedSite = ExpectedSite(), content: bool = False,
                  timeout: tuple[float, float] = (10.0, 60.0), batch: int = BATCH,
                  checkpoint_every: float = CHECKPOINT_EVERY, writers: int = WRITERS,
                  stop: threading.Event | None = None, namespaces: Iterable[int] | None = None,
                  page_ids: Iterable[int] | None = None, session_factory: Callable[[], Session] | None = None):
+        if http is None and session_factory is None:
+            raise ValueError("a dump ingest needs a session to walk in this process or a factory for child ones")
         self.wiki, self.store, self.checkpoint, self.http = wiki, store, checkpoint, http
         self.expected, self.content, self.timeout = expected, content, timeout
         self.batch, self.checkpoint_every, self.writers = batch, checkpoint_every, writers
@@ -178,8 +180,8 @@ class DumpIngest:
             fp.bytes_read += n
         spec = WalkSpec(fp.source, self.wiki, self.expected, self.content, self.timeout, cp.pages, cp.last_page_id,
                         self.namespaces, self.page_ids)
-        walker = (walk_here(spec, self.http, counted) if self.session_factory is None
-                  else walk_in_child(spec, self.session_factory, counted))
+        walker = (walk_in_child(spec, self.session_factory, counted) if self.session_factory is not None
+                  else walk_here(spec, cast(Session, self.http), counted))
         try:
             with walker as (total, pages):
                 fp.bytes_total = total

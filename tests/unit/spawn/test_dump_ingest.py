@@ -535,3 +535,17 @@ def test_a_category_set_writes_only_its_members(walk, store, tmp_path, namespace
     assert sorted({r.page_id for r in store.revisions(WIKI)}) == kept
     # the resume point is the file position of the last page written (pages 1-5 are at positions 1-5)
     assert run.checkpoint.of(str(path)).pages == max(kept, default=0)
+
+
+def test_an_ingest_without_a_session_or_a_session_factory_is_refused(store, tmp_path):
+    with pytest.raises(ValueError, match="session"):
+        DumpIngest(["x.xml"], wiki=WIKI, store=store, checkpoint=Checkpoint(tmp_path / "cp.json"))
+
+
+def test_an_ingest_walking_in_child_processes_needs_no_session_of_its_own(store, tmp_path):
+    path = tmp_path / "one.xml"
+    path.write_text(dump_xml(pages(1, 3)))
+    run = DumpIngest([str(path)], wiki=WIKI, store=store, checkpoint=Checkpoint(tmp_path / "cp.json"),
+                     session_factory=requests.Session)
+    run.run()
+    assert run.progress.files[0].revisions_written == len(list(store.revisions(WIKI))) == 9
