@@ -105,7 +105,8 @@ class _RendezvousMemo:
     costs a lookup per source, a joining node a weight per source and holder, a leaving node a full
     recomputation only of the sources it held. The results are node_for()'s exactly: the best over a set is
     the best over its old part or its new part. Weights are not kept (a million would cost 100 MB): the
-    holder's is computed again when a node joins."""
+    holder's is computed again when a node joins, for every source on a whole call and for the sources asked
+    about on a partial one."""
 
     def __init__(self) -> None:
         self._nodes: frozenset[str] = frozenset()
@@ -116,15 +117,18 @@ class _RendezvousMemo:
         with self._lock:
             nodes = frozenset(ordered)
             best = self._best
+            sources = list(sources)
             if nodes != self._nodes:
                 removed, added = self._nodes - nodes, nodes - self._nodes
-                best = {s: n for s, n in best.items() if n not in removed}
+                # a partial call (a scoped hard reload) weighs only the sources it asks about against the nodes
+                # that joined: the others are forgotten, and weighed again over every node when next asked
+                asked = None if forget else set(sources)
+                best = {s: n for s, n in best.items() if n not in removed and (asked is None or s in asked)}
                 if added and best:
                     held = list(best)
                     for source, taker in zip(held, takeovers(held, [best[s] for s in held], added)):
                         if taker is not None:
                             best[source] = taker
-            sources = list(sources)
             missing = [s for s in sources if s not in best]
             computed = {s: node for s, (_, node) in zip(missing, winners(missing, ordered))}
             kept = {s: best.get(s) or computed[s] for s in sources}

@@ -105,3 +105,17 @@ def test_rendezvous_memo_follows_joins_and_leaves_as_a_fresh_computation():
     memo.route(sources[:10], sorted(NODES[:3]), forget=False)
     assert memo.route(sources, sorted(NODES[:3])) == {s: node_for(s, sorted(NODES[:3]), RENDEZVOUS)
                                                       for s in sources}
+
+
+def test_a_partial_call_across_a_node_set_change_forgets_what_it_was_not_asked_and_stays_exact():
+    from blackwidow.router import _RendezvousMemo
+    memo = _RendezvousMemo()
+    sources = sorted(set(SUBS.values()))[:1500]
+    memo.route(sources, sorted(NODES[:5]))
+    asked = sources[:40]
+    assert memo.route(asked, sorted(NODES[:6]), forget=False) == {s: node_for(s, sorted(NODES[:6]), RENDEZVOUS)
+                                                                  for s in asked}
+    assert len(memo._best) == len(asked)
+    for nodes in (NODES[:6], NODES[1:6]):        # the forgotten ones are weighed again when asked
+        ordered = sorted(nodes)
+        assert memo.route(sources, ordered) == {s: node_for(s, ordered, RENDEZVOUS) for s in sources}
