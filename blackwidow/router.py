@@ -16,7 +16,7 @@ RENDEZVOUS = "rendezvous"
 STRATEGIES = (MODULO, RENDEZVOUS)
 
 
-# Rendezvous weighs each (node, source) pair as fmix64(hash(node) ^ hash(source)): MurmurHash3's 64-bit
+# Rendezvous weighs each (node, source) pair as fmix64(stable_hash(node) ^ stable_hash(source)): MurmurHash3's 64-bit
 # finalizer, a bijection with full avalanche, so one source's weights over distinct nodes never tie and
 # order the nodes at random. Two blake2b digests per pair (the earlier weight) cost a microsecond each in
 # Python, a quarter of an hour for the 10^9 pairs of 1,000,000 sources on 1,000 nodes; this weight is a few
