@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Iterable, Mapping
 
-from blackwidow import reload, router
+from blackwidow import rebalance, reload, router
 from blackwidow.quota import leasing, limits
 from blackwidow.sends import Outcome
 from blackwidow.store.coordination import AssignmentView, Snapshot, SubscriptionView, LIVE
@@ -87,12 +87,13 @@ class Settlement:
 
 def decide(snap: Snapshot, polled: Polled, leases: leasing.LeaseRound, rules: Rules, now: datetime, *,
            previous_live: frozenset[str] | None, memory: leasing.QuotaMemory,
-           scope: frozenset[str] | None = None) -> Decision:
+           scope: frozenset[str] | None = None, paced: rebalance.Routing | None = None) -> Decision:
     """Everything the tick concludes from the polls: liveness, reported status, routing and the plan of sends.
     `previous_live`: the node set the last tick routed over (None: unknown, a new leader: not a hard reload).
     `memory` holds consumption rates between ticks and is updated here (never safety state).
     `scope`: look only at these ids (blackwidow.tick_scope: the rest is as the last tick left it); None: at
-    every subscription."""
+    every subscription. `paced`: modulo routing moving band by band (blackwidow.rebalance), its newest layer
+    over `live`."""
     nodes, live = liveness(snap, polled, rules)
     reported = polled.by_node()
 
@@ -121,7 +122,7 @@ def decide(snap: Snapshot, polled: Polled, leases: leasing.LeaseRound, rules: Ru
     used_up = limits.exhausted(quotas, ((sub.spec.tenant_id, revisions.get(sid, sub.revisions))
                                         for sid, sub in snap.subscriptions.items()
                                         if sub.spec.tenant_id in quotas)) if quotas else {}
-    routed = router.assign(schedulable, live, rules.routing, partial=scope is not None)
+    routed = router.assign(schedulable, live, rules.routing, partial=scope is not None, paced=paced)
     desired = {sid: (node, snap.subscriptions[sid].spec) for sid, node in routed.items()}
     hard = previous_live is not None and live != previous_live
     ids = snap.assignments.keys() if scope is None else scope

@@ -200,6 +200,8 @@ class SchedulerEpoch(Base):
     holder: Mapped[str | None] = mapped_column(String(100), nullable=True)
     acquired_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     last_tick_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # JSON of blackwidow.rebalance.Routing: the node sets modulo routing moves between, band by band
+    routing: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
 class Identity(Base):

@@ -16,9 +16,10 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Callable, Mapping
 
-from blackwidow import dump_tick, feed_plan, feed_tick, fencing, poll_pages, reload, sends, tick_scope
+from blackwidow import (dump_tick, feed_plan, feed_tick, fencing, poll_pages, rebalance, reload, router, sends,
+                        tick_scope)
 from blackwidow.decide import Decision, Polled, Rules, Settlement, decide, liveness, settle
-from blackwidow.store import changes, feeds as feeds_store, identities
+from blackwidow.store import changes, feeds as feeds_store, identities, scheduler_state
 from blackwidow.upstream import clock_check, rounds as upstream_rounds, tick as upstream_tick
 from blackwidow.upstream.allocate import Plan
 from blackwidow.upstream.slots import held_seconds
@@ -65,6 +66,10 @@ class PollerState:
     # {node id: its clock against the hub's, from its last answered poll that said} (upstream.clock_check)
     clocks: dict[str, clock_check.ClockReading] = field(default_factory=dict)
     clock_off: frozenset[str] = frozenset()      # the nodes left out of upstream budgets for their clocks
+    # modulo routing as the last tick left it (blackwidow.rebalance), read from the database by a new leader;
+    # while a node-set change moves band by band, the route keys in band order
+    paced: rebalance.Routing | None = None
+    bands: rebalance.BandIndex | None = None
 
 
 @dataclass(frozen=True)
@@ -134,6 +139,7 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
             state.cache = None            # an earlier leader may have written anything
             state.carry = None
             state.feed.feeds = None
+            state.paced, state.bands = scheduler_state.routing(session), None
             logger.info("scheduler.epoch", extra={"epoch": state.fence.epoch})
         else:
             fencing.check(session, state.fence)
@@ -185,10 +191,11 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
     for nid in polled.reports:
         state.sent[nid] = upstream_rounds.delivered(state.sent.get(nid, {}), upstream_tick.budgets_for(budgets, nid))
     rules = Rules.of(config)
-    scope = _scope(state, snap, polled, rules, leasing.leased_tenants(before), written)
+    pace = _pace(state, snap, liveness(snap, polled, rules)[1], rules, config)
+    scope = _scope(state, snap, polled, rules, leasing.leased_tenants(before), written, pace)
     decision = decide(snap, polled, leases, rules, at,
                       previous_live=state.routed_nodes if state.routed_nodes is not None else live_ids,
-                      memory=state.quota, scope=scope)
+                      memory=state.quota, scope=scope, paced=pace.routing if pace is not None else None)
     _log_decision(snap, decision)
     stages.end("decide")
     with sessionmaker.begin() as session:
@@ -206,10 +213,17 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
             # interval and a tick behind: a scheduler that takes over within an interval still finds it followed
             feeds_store.save(session, state.feed.feeds, before_feeds, every_s=feed_tick.report_interval_s(config))
             dump_tick.save(session, dumps, dumped)
+            if pace is not None and pace.routing != state.paced:
+                scheduler_state.save_routing(session, pace.routing)
             changes.prune(session, state.cache.seq)
         store.apply_settlement(state.cache.snapshot, *wrote)
-        if any("page_key" in values for values in wrote[2].values()):
+        rekeyed = [sid for sid, values in wrote[2].items() if "page_key" in values]
+        if rekeyed:
             state.page_keys += 1
+        if state.bands is not None:
+            # ids keyed since the index was built: the bands still to come must find them under their key
+            subs = state.cache.snapshot.subscriptions
+            state.bands.add({sid: subs[sid].route_key for sid in (*rekeyed, *(written or ())) if sid in subs})
         silent = tick_scope.silent_holdings(polled.failed, {n: k.statuses for n, k in state.reports.items()},
                                             state.cache.snapshot.by_node)
         state.carry = tick_scope.unsettled(plan=decision.plan, desired=decision.desired, states=decision.state,
@@ -229,6 +243,11 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
         logger.exception("tick.record_failed")
     stages.end("record")
     state.routed_nodes = decision.live
+    if pace is not None:
+        # what was sent routes so, written or not: a whole next tick must not move a band back
+        state.paced = pace.routing
+        if not pace.routing.moving:
+            state.bands = None
 
     plan = decision.plan
     puts = [o for o in outcomes if isinstance(o.action, reload.Put)]
@@ -276,8 +295,16 @@ def _log_decision(snap: Snapshot, decision: Decision) -> None:
                                              "adopts": len(plan.adopts), "reasons": plan.reasons})
 
 
+def _pace(state: PollerState, snap: Snapshot, live: frozenset[str], rules: Rules,
+          config: HubConfig) -> rebalance.Step | None:
+    """This tick's step of paced modulo routing (blackwidow.rebalance); None under rendezvous."""
+    if rules.routing != router.MODULO:
+        return None
+    return rebalance.tick(state.paced, live, config.moves_per_tick, len(snap.subscriptions))
+
+
 def _scope(state: PollerState, snap: Snapshot, polled: Polled, rules: Rules, leased: frozenset[str],
-           written: frozenset[str] | None) -> frozenset[str] | None:
+           written: frozenset[str] | None, pace: rebalance.Step | None) -> frozenset[str] | None:
     """The ids this tick looks at (blackwidow.tick_scope), None: every one."""
     live = liveness(snap, polled, rules)[1]
     if state.carry is None or written is None or leased:
@@ -287,12 +314,18 @@ def _scope(state: PollerState, snap: Snapshot, polled: Polled, rules: Rules, lea
     if live != state.routed_nodes:
         moved = tick_scope.node_set_moves(routing=rules.routing, routed_over=state.routed_nodes, live=live,
                                           assignments=snap.assignments, subscriptions=snap.subscriptions,
-                                          holdings=snap.by_node, statuses=statuses)
+                                          holdings=snap.by_node, statuses=statuses,
+                                          paced=pace is not None and pace.paced)
         if moved is None:
             return None
+    banded: list[str] = []
+    if pace is not None and pace.paced and pace.low < pace.high:
+        if state.bands is None:
+            state.bands = rebalance.BandIndex({sid: sub.route_key for sid, sub in snap.subscriptions.items()})
+        banded = state.bands.between(pace.low, pace.high)
     reported = tick_scope.report_changes(polled.changed, statuses, snap.by_node)
     return tick_scope.scope(state.carry, routed_over=state.routed_nodes, live=live, leased=leased,
-                            written=written, reported=reported, moved=moved)
+                            written=written, reported=reported, moved=moved, banded=banded)
 
 
 def _snapshot(session, cached: Cached | None) -> tuple[Cached, frozenset[str] | None]:

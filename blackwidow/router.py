@@ -9,7 +9,8 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-from shared.hashing import stable_hash
+from blackwidow import rebalance
+from shared.hashing import FMIX_M1 as _M1, FMIX_M2 as _M2, fmix64, stable_hash
 
 MODULO = "modulo"
 RENDEZVOUS = "rendezvous"
@@ -21,22 +22,12 @@ STRATEGIES = (MODULO, RENDEZVOUS)
 # order the nodes at random. Two blake2b digests per pair (the earlier weight) cost a microsecond each in
 # Python, a quarter of an hour for the 10^9 pairs of 1,000,000 sources on 1,000 nodes; this weight is a few
 # integer operations, computed for whole blocks of pairs at once with numpy.
-_MASK = (1 << 64) - 1
-_M1, _M2 = 0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53
 _BLOCK = 1 << 22          # pairs weighed per numpy block: 32 MB of uint64 at a time
-
-
-def _mix(x: int) -> int:
-    x ^= x >> 33
-    x = (x * _M1) & _MASK
-    x ^= x >> 33
-    x = (x * _M2) & _MASK
-    return x ^ (x >> 33)
 
 
 def weight(node: str, source: str) -> int:
     """The rendezvous weight of one pair: the highest over the live nodes wins the source."""
-    return _mix(stable_hash(node) ^ stable_hash(source))
+    return fmix64(stable_hash(node) ^ stable_hash(source))
 
 
 def node_for(source_uuid: str, nodes: list[str], strategy: str = MODULO) -> str:
@@ -92,7 +83,7 @@ def _hashes(values: list[str]) -> "np.ndarray":
 
 
 def _mix_in_place(x: "np.ndarray") -> None:
-    """_mix() over a uint64 array; its multiplications wrap modulo 2^64 as the masks do."""
+    """fmix64() over a uint64 array; its multiplications wrap modulo 2^64 as the masks do."""
     x ^= x >> np.uint64(33)
     x *= np.uint64(_M1)
     x ^= x >> np.uint64(33)
@@ -144,22 +135,33 @@ _rendezvous = _RendezvousMemo()
 
 
 def assign(subscriptions: Mapping[str, str], nodes: Iterable[str],
-           strategy: str = MODULO, partial: bool = False) -> dict[str, str]:
+           strategy: str = MODULO, partial: bool = False,
+           paced: "rebalance.Routing | None" = None) -> dict[str, str]:
     """{subscription_id: source_uuid} and live node ids -> {subscription_id: node_id}.
 
     With no live nodes nothing is assigned (an empty dict). `partial`: these are only some of the routed
-    subscriptions (a steady tick's few), so rendezvous keeps what it knows of the others."""
+    subscriptions (a steady tick's few), so rendezvous keeps what it knows of the others. `paced`: under
+    modulo, the layers a node-set change moves through band by band (blackwidow.rebalance); its newest
+    layer's nodes must be `nodes`."""
     ordered = sorted(set(nodes))
     if not ordered:
         return {}
     if strategy == RENDEZVOUS:
         routed = _rendezvous.route(set(subscriptions.values()), ordered, forget=not partial)
         return {sub_id: routed[source] for sub_id, source in subscriptions.items()}
+    if paced is not None and paced.moving and paced.layers[0].nodes != tuple(ordered):
+        raise ValueError("paced routing must end on the live nodes")
+
+    def route(source: str) -> str:
+        if paced is not None and paced.moving:
+            return rebalance.node_for(source, paced)
+        return node_for(source, ordered, strategy)
+
     by_source: dict[str, str] = {}
     out = {}
     for sub_id, source in subscriptions.items():
         node = by_source.get(source)
         if node is None:
-            node = by_source[source] = node_for(source, ordered, strategy)
+            node = by_source[source] = route(source)
         out[sub_id] = node
     return out

@@ -12,8 +12,9 @@ action and no change to its row, so a tick looks only at
 and a million subscriptions cost what the few that changed cost. A node that answered with a whole report
 (it restarted, or the hub lost its last one) adds every id it names and every id assigned to it. A change
 of the live node set adds what it may move (`node_set_moves`): under rendezvous, what the nodes that left
-held and what a node that joined outweighs its holder for; under modulo that is nearly everything, so the
-tick looks at everything. Whatever else cannot be proven unchanged makes the tick look at everything
+held and what a node that joined outweighs its holder for; under modulo, what the nodes that left held, and
+in each tick the keys of the bands the paced routing's frontier passes (blackwidow.rebalance); when those
+bands are all of them at once, everything. Whatever else cannot be proven unchanged makes the tick look at everything
 (`scope` returns None): a scheduler's first tick or a snapshot read again whole, and tenants with a quota
 (their leases are planned over all their subscriptions every tick anyway).
 """
@@ -29,7 +30,7 @@ from shared.wire import SubscriptionStatus
 def scope(carry: frozenset[str] | None, *, routed_over: frozenset[str] | None, live: frozenset[str],
           leased: frozenset[str], written: Iterable[str] | None,
           reported: Mapping[str, frozenset[str] | None],
-          moved: frozenset[str] | None = None) -> frozenset[str] | None:
+          moved: frozenset[str] | None = None, banded: Collection[str] = ()) -> frozenset[str] | None:
     """The ids this tick must look at, or None for every one.
 
     carry: what the last tick left unsettled (None: no last tick to go on: a scheduler's first tick, or one
@@ -37,10 +38,12 @@ def scope(carry: frozenset[str] | None, *, routed_over: frozenset[str] | None, l
     tick's, after its failures; leased: tenants with a quota; written: ids the admin API changed since the
     last tick (None: the snapshot was read whole); reported: per node that answered, the ids its report may
     change (`report_changes`; None: unknown); moved: when the node set changed, the ids that may move
-    (`node_set_moves`; None: unknown)."""
+    (`node_set_moves`; None: unknown); banded: the ids of the bands paced modulo routing moves over this tick
+    (blackwidow.rebalance.BandIndex)."""
     if carry is None or written is None or leased:
         return None
     ids = set(carry)
+    ids.update(banded)
     if live != routed_over:
         if moved is None:
             return None
@@ -69,22 +72,24 @@ def report_changes(changed: Mapping[str, frozenset[str] | None],
 def node_set_moves(*, routing: str, routed_over: frozenset[str] | None, live: frozenset[str],
                    assignments: Mapping[str, AssignmentView], subscriptions: Mapping[str, SubscriptionView],
                    holdings: Mapping[str, Collection[str]],
-                   statuses: Mapping[str, Mapping[str, SubscriptionStatus]]) -> frozenset[str] | None:
+                   statuses: Mapping[str, Mapping[str, SubscriptionStatus]],
+                   paced: bool = False) -> frozenset[str] | None:
     """The ids a change of the live node set from `routed_over` to `live` may move or re-send, or None
-    when that is nearly everything (modulo) or unknown (no node set routed before).
+    when that is nearly everything (modulo, unpaced) or unknown (no node set routed before).
 
     Under rendezvous a source moves only to a node that joined and outweighs its holder, or off a node that
     left: every id assigned to a node that left, and every id whose holder a joining node outweighs on its
-    route key. Any other routed id not carried over from the last tick sits acknowledged on the node that
-    still wins it. Also every id a node reported without the spec it runs: a hard reload re-sends those
-    (blackwidow.reload, "unverified")."""
-    if routing != router.RENDEZVOUS or routed_over is None:
+    route key. Under paced modulo (`paced`: the change pushed a layer, blackwidow.rebalance) only what the
+    nodes that left held moves now; the bands come later, each in its tick. Any other routed id not carried
+    over from the last tick sits acknowledged on the node that still wins it. Also every id a node reported
+    without the spec it runs: a hard reload re-sends those (blackwidow.reload, "unverified")."""
+    if routed_over is None or (routing != router.RENDEZVOUS and not paced):
         return None
     left, joined = routed_over - live, live - routed_over
     ids: set[str] = set()
     for node in left:
         ids.update(holdings.get(node, ()))
-    if joined:
+    if joined and routing == router.RENDEZVOUS:
         held = [(sid, a.node_id, sub.route_key) for sid, a in assignments.items()
                 if a.node_id not in left and (sub := subscriptions.get(sid)) is not None]
         takers = router.takeovers([key for _, _, key in held], [node for _, node, _ in held], joined)

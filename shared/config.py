@@ -46,6 +46,13 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise ValueError(f"must be an integer >= 0: {text!r}")
+    return value
+
+
 def _census_shards(text: str) -> int:
     value = int(text)
     if not 0 <= value <= MAX_SHARDS:
@@ -162,6 +169,9 @@ class HubConfig(CommonConfig):
     # seconds from one census's end to the next
     census_shards: int = 16
     census_interval_s: float = 86400.0
+    # paced moves (docs/coordination.md, "Paced moves"): about how many route keys a modulo node-set change
+    # moves per tick; 0: all at once
+    moves_per_tick: int = 20_000
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> "HubConfig":
@@ -194,6 +204,7 @@ class HubConfig(CommonConfig):
             members_interval_s=get(env, "BW_MEMBERS_INTERVAL_S", _positive_float, cls.members_interval_s),
             census_shards=get(env, "BW_CENSUS_SHARDS", _census_shards, cls.census_shards),
             census_interval_s=get(env, "BW_CENSUS_INTERVAL_S", _positive_float, cls.census_interval_s),
+            moves_per_tick=get(env, "BW_MOVES_PER_TICK", _non_negative_int, cls.moves_per_tick),
         )
 
 

@@ -16,6 +16,20 @@ def stable_hash(value: str) -> int:
     return int.from_bytes(hashlib.blake2b(value.encode("utf-8"), digest_size=8).digest(), "big")
 
 
+_MASK64 = (1 << 64) - 1
+FMIX_M1, FMIX_M2 = 0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53
+
+
+def fmix64(x: int) -> int:
+    """MurmurHash3's 64-bit finalizer: a bijection with full avalanche, so values derived from one hash (a
+    rendezvous weight, a band) are independent of the hash's other uses (its modulo)."""
+    x ^= x >> 33
+    x = (x * FMIX_M1) & _MASK64
+    x ^= x >> 33
+    x = (x * FMIX_M2) & _MASK64
+    return x ^ (x >> 33)
+
+
 def canonical_wiki_url(url: str) -> str:
     """Lowercase scheme and host, drop default ports, query and fragment; keep the path."""
     parts = urlsplit(url.strip())

@@ -1,14 +1,14 @@
 """A tick that looks only at its scope (blackwidow.tick_scope) decides and writes exactly what a tick that looks
 at every subscription does. Random sequences of admin writes, spawn events, silent nodes and failed sends run
-through both, tick after tick, and every plan and every write must be equal; under rendezvous also with nodes
-that join, leave and restart."""
+through both, tick after tick, and every plan and every write must be equal; under rendezvous, and under modulo
+paced band by band (blackwidow.rebalance), also with nodes that join, leave and restart."""
 import random
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from blackwidow import poll_pages, reload, tick_scope
+from blackwidow import poll_pages, rebalance, reload, tick_scope
 from blackwidow.decide import Polled, Rules, decide, liveness, settle
 from blackwidow.quota.arithmetic import Params
 from blackwidow.quota.leasing import LeaseRound, QuotaMemory
@@ -156,20 +156,23 @@ def planned(plan: reload.Plan) -> list[Outcome]:
     return [Outcome(a, True) for a in (*plan.drops, *plan.puts)]
 
 
-@pytest.mark.parametrize("rules", [RULES, CHURN], ids=["modulo", "rendezvous with churn"])
+@pytest.mark.parametrize("rules, churn, per_tick", [(RULES, False, 0), (CHURN, True, 0), (RULES, True, 4)],
+                         ids=["modulo", "rendezvous with churn", "paced modulo with churn"])
 @pytest.mark.parametrize("seed", range(12))
-def test_a_scoped_tick_plans_and_writes_what_a_whole_tick_does(seed, rules):
+def test_a_scoped_tick_plans_and_writes_what_a_whole_tick_does(seed, rules, churn, per_tick):
     rng = random.Random(seed)
     world = World(rng)
     for _ in range(20):
         world.create()
     events = [world.create, world.patch, world.delete, world.spawn_event, world.spawn_event, world.spawn_event]
-    if rules is CHURN:
+    if churn:
         events += [world.join, world.leave, world.restart]
     carry: frozenset[str] | None = None
     routed_over: frozenset[str] | None = None
+    paced: rebalance.Routing | None = None
+    bands: rebalance.BandIndex | None = None
     now = T0
-    scoped_ticks = hard_ticks = 0
+    scoped_ticks = hard_ticks = band_ticks = 0
     for step in range(120):
         for _ in range(rng.randint(0, 3)):
             rng.choice(events)()
@@ -180,15 +183,25 @@ def test_a_scoped_tick_plans_and_writes_what_a_whole_tick_does(seed, rules):
         written, world.written = frozenset(world.written), set()
         holdings = Snapshot(world.snap.nodes, world.snap.subscriptions, world.snap.assignments).by_node
         statuses = polled.by_node()
+        # as blackwidow.poller does it: this tick's step of paced modulo routing and the bands it passes
+        pace = rebalance.tick(paced, live, per_tick, len(world.snap.subscriptions)) if per_tick else None
+        banded: list[str] = []
+        if pace is not None and pace.paced and pace.low < pace.high:
+            if bands is None:
+                bands = rebalance.BandIndex({sid: sub.route_key for sid, sub in world.snap.subscriptions.items()})
+            banded = bands.between(pace.low, pace.high)
         moved = tick_scope.node_set_moves(routing=rules.routing, routed_over=routed_over, live=live,
                                           assignments=world.snap.assignments, subscriptions=world.snap.subscriptions,
-                                          holdings=holdings, statuses=statuses)
+                                          holdings=holdings, statuses=statuses,
+                                          paced=pace is not None and pace.paced)
         scope = tick_scope.scope(carry, routed_over=routed_over, live=live, leased=frozenset(), written=written,
-                                 reported=tick_scope.report_changes(polled.changed, statuses, holdings), moved=moved)
+                                 reported=tick_scope.report_changes(polled.changed, statuses, holdings), moved=moved,
+                                 banded=banded)
+        routing = pace.routing if pace is not None else None
         whole = decide(world.snap, polled, no_leases(now), rules, now, previous_live=routed_over or live,
-                       memory=QuotaMemory())
+                       memory=QuotaMemory(), paced=routing)
         scoped = decide(world.snap, polled, no_leases(now), rules, now, previous_live=routed_over or live,
-                        memory=QuotaMemory(), scope=scope)
+                        memory=QuotaMemory(), scope=scope, paced=routing)
         assert scoped.plan == whole.plan, f"step {step}"
         outcomes = world.apply(planned(whole.plan))
         expected = settle(world.snap, whole, outcomes, now, rules)
@@ -196,6 +209,15 @@ def test_a_scoped_tick_plans_and_writes_what_a_whole_tick_does(seed, rules):
         assert (got.assignments, sorted(got.deleted), got.subscriptions, got.reload) == \
             (expected.assignments, sorted(expected.deleted), expected.subscriptions, expected.reload), f"step {step}"
         apply_settlement(world.snap, expected.assignments, expected.deleted, expected.subscriptions)
+        if bands is not None:
+            rekeyed = [sid for sid, values in expected.subscriptions.items() if "page_key" in values]
+            bands.add({sid: world.snap.subscriptions[sid].route_key for sid in (*rekeyed, *written)
+                       if sid in world.snap.subscriptions})
+        if pace is not None:
+            paced = pace.routing
+            band_ticks += scope is not None and bool(banded)
+            if not paced.moving:
+                bands = None
         silent_holdings = tick_scope.silent_holdings(silent, world.sent, Snapshot(
             world.snap.nodes, world.snap.subscriptions, world.snap.assignments).by_node)
         carry = tick_scope.unsettled(plan=scoped.plan, desired=scoped.desired, states=scoped.state,
@@ -211,8 +233,10 @@ def test_a_scoped_tick_plans_and_writes_what_a_whole_tick_does(seed, rules):
                                candidates=carry)
         assert {n: sorted(ids) for n, ids in few.items()} == {n: sorted(ids) for n, ids in every.items()}
     assert scoped_ticks > 100          # the comparison ran on scoped ticks, not on fallbacks to whole ones
-    if rules is CHURN:
+    if churn:
         assert hard_ticks >= 5         # and on node-set changes looked at in part
+    if per_tick:
+        assert band_ticks >= 10        # and on ticks that moved bands
 
 
 def test_whatever_cannot_be_proven_unchanged_is_a_whole_tick():
