@@ -55,7 +55,7 @@ def hub(db_url: str, routing: str, join_url: str, changes: int, cycles: int, con
     from blackwidow.scheduler import USER_AGENT, live_nodes
     from blackwidow.spawn_client import SpawnClient
     from blackwidow.store import changes as change_log, register_node
-    from shared.http import make_session
+    from shared.http import CLUSTER_HOSTS, make_session
 
     class TimedClient(SpawnClient):
         """The scheduler's client, noting when a tick's first poll and first send request start and
@@ -68,12 +68,16 @@ def hub(db_url: str, routing: str, join_url: str, changes: int, cycles: int, con
         def reset(self) -> None:
             self.windows: dict[str, list[float]] = {}
             self.requests = 0
+            self.statuses = 0                          # statuses the answers carried (a delta carries few)
             self.recorded: dict[str, list] = {}       # url -> the polls sent to it this tick, in order
 
         def poll(self, url, poll):
             with self.lock:
                 self.recorded.setdefault(url, []).append(poll)
-            return self._timed("polls", super().poll, url, poll)
+            answer = self._timed("polls", super().poll, url, poll)
+            with self.lock:
+                self.statuses += len(answer.subscriptions)
+            return answer
 
         def send_batch(self, *args, **kwargs):
             with self.lock:
@@ -107,7 +111,7 @@ def hub(db_url: str, routing: str, join_url: str, changes: int, cycles: int, con
         sql_s[0] += time.perf_counter() - conn.info.pop("bench_sql_started")
 
     # the scheduler's own session settings (blackwidow.scheduler.serve)
-    client = TimedClient(make_session(USER_AGENT, pool_size=32), config.node_secret)
+    client = TimedClient(make_session(USER_AGENT, pool_size=32, hosts=CLUSTER_HOSTS), config.node_secret)
     state = PollerState()
     # and its keepalives, as a leading scheduler sends them (the farm's nodes detach like real spawns)
     from blackwidow import keepalive
@@ -140,7 +144,8 @@ def hub(db_url: str, routing: str, join_url: str, changes: int, cycles: int, con
                           "rss_mb": rss, "peak_mb": peak, "stages": r.stages,
                           "keepalive_gap_s": rounds["max_gap"], "keepalive_failed": rounds["failed"],
                           "farm_stall_s": farm.get("max_stall_s", 0.0),
-                          "reasons": r.reasons, "looked_at": r.looked_at}), flush=True)
+                          "reasons": r.reasons, "looked_at": r.looked_at, "statuses": client.statuses}),
+              flush=True)
 
     def floor(recorded_polls: dict[str, list]) -> None:
         """The last tick's polls again, same bodies, same client and concurrency, doing nothing else: the
@@ -185,6 +190,8 @@ def hub(db_url: str, routing: str, join_url: str, changes: int, cycles: int, con
         tick("paced move")
         moving += 1
     tick("full poll cycle after")
+    for _ in range(2):
+        tick("steady after the move")
     stop_keeping.set()           # before the interpreter exits under its executor
     keeping.join()
 
@@ -240,7 +247,8 @@ def run(nodes: int, subscriptions: int, routing: str, changes: int, cycles: int)
                     print(f"hub_scale: {routing} {ticks[-1]['phase']}: {ticks[-1]['seconds']:.1f} s ({stages}; "
                           f"{ticks[-1]['reasons']}, detached {ticks[-1]['detaches']}, "
                           f"orphaned {ticks[-1]['orphaned']}, keepalive gap {ticks[-1]['keepalive_gap_s']:.1f} s, "
-                          f"{ticks[-1]['keepalive_failed']} failed, farm stall {ticks[-1]['farm_stall_s']:.1f} s)",
+                          f"{ticks[-1]['keepalive_failed']} failed, farm stall {ticks[-1]['farm_stall_s']:.1f} s, "
+                          f"{ticks[-1]['statuses']} statuses read, peak {ticks[-1]['peak_mb']:.0f} MB)",
                           file=sys.stderr, flush=True)
             if hub_proc.wait() != 0:
                 raise RuntimeError(f"the hub process exited with {hub_proc.returncode}")
@@ -378,8 +386,10 @@ def notes(args, results: dict[tuple[int, str], list[dict]]) -> None:
         python_s = longest["seconds"] - longest["poll_s"] - longest["send_s"] - longest["sql_s"]
         stages = ", ".join(f"{k} {v:.1f} s" for k, v in steady["stages"].items())
         print(f"\nAt {size:,} subscriptions, a steady modulo tick by stage: {stages}. One node joining re-routes "
-              f"nearly every route key under modulo; the hub moves them about {HubConfig.moves_per_tick:,} a tick "
-              f"(`BW_MOVES_PER_TICK`, band by band, docs/coordination.md \"Paced moves\"): the join's own tick "
+              f"nearly every route key under modulo; the hub moves them band by band, as many a tick as fit in "
+              f"{HubConfig.move_tick_s:.0f} s by what it measured of its own ticks, at most "
+              f"{HubConfig.moves_per_tick:,} (`BW_MOVE_TICK_S`, `BW_MOVES_PER_TICK`, docs/coordination.md "
+              f"\"Paced moves\"): the join's own tick "
               f"moved {hard['sent']:,}, the {len(paced)} ticks after it {sum(t['sent'] for t in paced):,} in all, "
               f"each a put on its new node and, a tick later, a drop of its old copy; {sum(t['sent'] for t in move):,} "
               f"moves and {sum(t['dropped'] for t in move):,} drops in {sum(t['seconds'] for t in move):.0f} s. The "

@@ -22,7 +22,7 @@ from typing import Callable, Mapping
 
 from blackwidow.spawn_client import SpawnClient, SpawnError
 from shared.config import HubConfig
-from shared.http import make_session
+from shared.http import CLUSTER_HOSTS, make_session
 
 logger = logging.getLogger(__name__)
 
@@ -120,7 +120,8 @@ def _bridge(conn: Connection, process, nodes: Callable[[], Mapping[str, str]],
 def _serve(conn: Connection, secret: str, user_agent: str, interval_s: float) -> None:
     """The keepalive process: rounds to the latest node list it was given, until told to stop or its
     scheduler goes (the pipe closes)."""
-    client = SpawnClient(make_session(user_agent, pool_size=MAX_WORKERS), secret, timeout=(1.0, 2.0))
+    client = SpawnClient(make_session(user_agent, pool_size=MAX_WORKERS, hosts=CLUSTER_HOSTS), secret,
+                         timeout=(1.0, 2.0))
     targets: list[dict[str, str]] = [{}]       # replaced whole, never changed in place: read by another thread
     stop = threading.Event()
 

@@ -70,6 +70,7 @@ class PollerState:
     # while a node-set change moves band by band, the route keys in band order
     paced: rebalance.Routing | None = None
     bands: rebalance.BandIndex | None = None
+    cost: rebalance.Cost = field(default_factory=rebalance.Cost)     # what ticks take, to size paced steps
 
 
 @dataclass(frozen=True)
@@ -264,6 +265,7 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
                         adopted=len(plan.adopts), seconds=time.monotonic() - started, stages=stages.seconds,
                         reasons=plan.reasons, looked_at=len(scope) if scope is not None else None,
                         nudged=frozenset(n for nodes in pushed.values() for n in nodes))
+    state.cost = rebalance.measure(state.cost, result.seconds, len(outcomes), whole=scope is None)
     metrics.tick_seconds.observe(result.seconds)
     metrics.ticks.labels("whole" if scope is None else "scoped").inc()
     metrics.tick_looked_at.set(len(snap.subscriptions) if scope is None else len(scope))
@@ -300,7 +302,8 @@ def _pace(state: PollerState, snap: Snapshot, live: frozenset[str], rules: Rules
     """This tick's step of paced modulo routing (blackwidow.rebalance); None under rendezvous."""
     if rules.routing != router.MODULO:
         return None
-    return rebalance.tick(state.paced, live, config.moves_per_tick, len(snap.subscriptions))
+    size = rebalance.per_tick(state.cost, config.move_tick_s, config.moves_per_tick)
+    return rebalance.tick(state.paced, live, size, len(snap.subscriptions))
 
 
 def _scope(state: PollerState, snap: Snapshot, polled: Polled, rules: Rules, leased: frozenset[str],

@@ -101,6 +101,48 @@ def step(per_tick: int, keys: int) -> int:
     return math.ceil(SPACE * per_tick / keys)
 
 
+@dataclass(frozen=True)
+class Cost:
+    """What the scheduler's own ticks measured, for sizing the next step: how long a tick that moves nothing
+    takes, and how much each put or drop adds to one (moving averages; None: not measured yet)."""
+    steady_s: float | None = None
+    per_action_s: float | None = None
+
+
+_WEIGHT = 0.5             # of the newest tick in each average: a machine's speed changes by the hour
+
+
+def measure(cost: Cost, seconds: float, actions: int, whole: bool) -> Cost:
+    """`cost` after a tick of `seconds` that sent `actions` puts and drops. A tick that looked at every
+    subscription (`whole`: a scheduler's first, say) costs what a whole pass costs, not what a paced step
+    does, and an action's cost is known only beside a measured steady tick."""
+    def mixed(old: float | None, new: float) -> float:
+        return new if old is None else (1 - _WEIGHT) * old + _WEIGHT * new
+    if whole:
+        return cost
+    if actions == 0:
+        return Cost(mixed(cost.steady_s, seconds), cost.per_action_s)
+    if cost.steady_s is None:
+        return cost
+    extra = max(0.0, seconds - cost.steady_s)
+    return Cost(cost.steady_s, mixed(cost.per_action_s, extra / actions))
+
+
+def per_tick(cost: Cost, target_s: float, most: int) -> int:
+    """How many route keys a tick moves: as many as fit in `target_s` beside what a tick costs anyway, each
+    a put now and a drop of its old copy a tick later, at most `most`, at least a twentieth of it (0: no
+    pacing). Before any tick was measured, a quarter of `most`."""
+    if most <= 0:
+        return 0
+    least = max(1, most // 20)
+    if cost.per_action_s is None:
+        return max(least, most // 4)
+    budget = target_s - (cost.steady_s or 0.0)
+    if cost.per_action_s <= 0:
+        return most
+    return max(least, min(most, int(budget / (2 * cost.per_action_s))))
+
+
 def advance(routing: Routing, by: int) -> Routing:
     """The newest frontier `by` bands higher; covering every band, it is the only layer left."""
     newest = routing.layers[0]

@@ -26,7 +26,7 @@ from blackwidow.poller import PollerState, poll_once
 from blackwidow.spawn_client import SpawnClient
 from blackwidow.store.coordination import live_node_urls
 from shared.config import HubConfig, get
-from shared.http import make_session
+from shared.http import CLUSTER_HOSTS, make_session
 from shared.logging import setup_logging
 
 logger = logging.getLogger(__name__)
@@ -141,9 +141,11 @@ def serve(config: HubConfig, stop: threading.Event, metrics: SchedulerMetrics) -
         return
     sessionmaker = make_sessionmaker(config.database_url)
     lock = leadership.make_lock(sessionmaker, lease_ttl_s(config.poll_interval_s))
-    client = SpawnClient(make_session(USER_AGENT, pool_size=32), config.node_secret)
-    round_client = SpawnClient(make_session(USER_AGENT, pool_size=budget_rounds.MAX_WORKERS), config.node_secret,
-                               timeout=ROUND_TIMEOUT)
+    # connections kept to every spawn: a thousand spawns polled in turn through a pool of 32 hosts' connections
+    # opened a new one per request, and the closed ones filled the ephemeral ports (bench.hub_scale)
+    client = SpawnClient(make_session(USER_AGENT, pool_size=32, hosts=CLUSTER_HOSTS), config.node_secret)
+    round_client = SpawnClient(make_session(USER_AGENT, pool_size=budget_rounds.MAX_WORKERS, hosts=CLUSTER_HOSTS),
+                               config.node_secret, timeout=ROUND_TIMEOUT)
     standby_logged = False
     try:
         while not stop.is_set():

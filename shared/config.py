@@ -169,9 +169,10 @@ class HubConfig(CommonConfig):
     # seconds from one census's end to the next
     census_shards: int = 16
     census_interval_s: float = 86400.0
-    # paced moves (docs/coordination.md, "Paced moves"): about how many route keys a modulo node-set change
-    # moves per tick; 0: all at once
-    moves_per_tick: int = 20_000
+    # paced moves (docs/coordination.md, "Paced moves"): the most route keys a modulo node-set change moves per
+    # tick (0: all at once), and the tick length the number moved is sized for
+    moves_per_tick: int = 50_000
+    move_tick_s: float = 10.0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> "HubConfig":
@@ -205,6 +206,7 @@ class HubConfig(CommonConfig):
             census_shards=get(env, "BW_CENSUS_SHARDS", _census_shards, cls.census_shards),
             census_interval_s=get(env, "BW_CENSUS_INTERVAL_S", _positive_float, cls.census_interval_s),
             moves_per_tick=get(env, "BW_MOVES_PER_TICK", _non_negative_int, cls.moves_per_tick),
+            move_tick_s=get(env, "BW_MOVE_TICK_S", _positive_float, cls.move_tick_s),
         )
 
 

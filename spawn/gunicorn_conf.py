@@ -10,6 +10,9 @@ worker_class = "gthread"
 threads = int(os.environ.get("BW_SPAWN_THREADS", "8"))
 preload_app = False
 timeout = 60
+# the hub, its keepalive process and its budget rounds keep a connection here between calls (shared.http):
+# gunicorn's default of 2 s would close it between two ticks, and a call racing that close fails
+keepalive = 30
 graceful_timeout = 10
 accesslog = None
 errorlog = "-"

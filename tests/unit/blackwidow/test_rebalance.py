@@ -124,3 +124,33 @@ def test_the_band_index_finds_each_band_and_what_was_added():
         seen += got
     assert sorted(seen) == sorted([*(f"s{i}" for i in range(2000)), "late"])
     assert len(index) == 2001
+
+
+@pytest.mark.parametrize("name, cost, target, most, expect", [
+    ("pacing off", rebalance.Cost(3.0, 0.001), 10.0, 0, 0),
+    ("nothing measured: a quarter", rebalance.Cost(), 10.0, 50_000, 12_500),
+    ("what fits beside a steady tick", rebalance.Cost(2.0, 0.0002), 10.0, 50_000, 20_000),
+    ("capped", rebalance.Cost(1.0, 0.00001), 10.0, 50_000, 50_000),
+    ("a steady tick longer than the target: the least", rebalance.Cost(12.0, 0.0002), 10.0, 50_000, 2_500),
+    ("free actions", rebalance.Cost(1.0, 0.0), 10.0, 50_000, 50_000),
+    ("at least one", rebalance.Cost(12.0, 0.1), 10.0, 8, 1),
+])
+def test_a_step_moves_what_fits_in_the_target_tick(name, cost, target, most, expect):
+    assert rebalance.per_tick(cost, target, most) == expect, name
+
+
+def test_ticks_measure_what_a_tick_costs_and_what_each_action_adds():
+    cost = rebalance.measure(rebalance.Cost(), 9.0, 1000, whole=False)
+    assert cost == rebalance.Cost()                   # no steady tick to measure an action against yet
+    cost = rebalance.measure(cost, 3.0, 0, whole=False)
+    assert cost == rebalance.Cost(3.0, None)
+    cost = rebalance.measure(cost, 5.0, 0, whole=False)
+    assert cost.steady_s == 4.0                       # averaged, the newest weighing half
+    assert rebalance.measure(cost, 70.0, 0, whole=True) == cost           # a whole tick says nothing of steps
+    assert rebalance.measure(cost, 90.0, 10**6, whole=True) == cost
+    cost = rebalance.measure(cost, 14.0, 40_000, whole=False)     # 10 s beyond a steady tick for 40,000 actions
+    assert cost.per_action_s == pytest.approx(0.00025) and cost.steady_s == 4.0
+    cost = rebalance.measure(cost, 2.0, 10, whole=False)           # faster than a steady tick: no negative cost
+    assert cost.per_action_s == pytest.approx(0.000125)
+    assert rebalance.per_tick(rebalance.measure(cost, 14.0, 40_000, whole=False), 10.0, 50_000) == \
+        int(6.0 / (2 * (0.000125 + 0.00025) / 2))
