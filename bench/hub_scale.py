@@ -192,6 +192,7 @@ def hub(db_url: str, routing: str, join_url: str, changes: int, cycles: int, con
     tick("full poll cycle after")
     for _ in range(2):
         tick("steady after the move")
+    floor(dict(client.recorded))     # is a cluster that moved slower to poll, or is the hub?
     stop_keeping.set()           # before the interpreter exits under its executor
     keeping.join()
 
@@ -238,8 +239,7 @@ def run(nodes: int, subscriptions: int, routing: str, changes: int, cycles: int)
             ticks = []
             for line in hub_proc.stdout:
                 if line.startswith('{"floor_s"'):
-                    floor = json.loads(line)        # belongs to the last full poll cycle
-                    [t for t in ticks if t["phase"] == "full poll cycle"][-1]["floor"] = floor
+                    ticks[-1]["floor"] = json.loads(line)        # belongs to the tick just before it
                     continue
                 if line.startswith("{"):
                     ticks.append(json.loads(line))
@@ -397,6 +397,12 @@ def notes(args, results: dict[tuple[int, str], list[dict]]) -> None:
               f"{longest['send_s']:.1f} s in {longest['requests']:,} requests, SQL {longest['sql_s']:.1f} s (a row "
               f"of `assignments` and one of `subscriptions` per move) against {steady['sql_s']:.1f} s in a steady "
               f"tick, and {python_s:.1f} s of routing, planning and bookkeeping in Python.")
+        before = ticks[("modulo", "full poll cycle")]
+        settled = ticks.get(("modulo", "steady after the move"))
+        if settled is not None and "floor" in settled and "floor" in before:
+            print(f"\nAfter the move, a steady tick took {settled['seconds']:.1f} s against its floor of "
+                  f"{settled['floor']['floor_s']:.1f} s (the same polls replayed, nothing else), where before the "
+                  f"join it took {before['seconds']:.1f} s against {before['floor']['floor_s']:.1f} s.")
         rv, rv_hard = ticks.get(("rendezvous", "initial placement")), ticks.get(("rendezvous", "hard reload"))
         if rv is not None and rv_hard is not None:
             looked = rv_hard.get("looked_at")

@@ -41,9 +41,10 @@ def main() -> None:
     print(table(("node set change", "modulo (default)", "rendezvous (BW_ROUTING)", "minimum",
                  "modulo ÷ rendezvous"), rows, right=range(1, 5)))
     print("\nNo goal was set. Modulo moves almost everything on any change of the node count (only sources "
-          "whose hash agrees under both moduli stay), so every node-set change is a near-total hard reload; "
-          "rendezvous moves only the minimum. The client's brief names modulo, so it stays the default; "
-          "`BW_ROUTING=rendezvous` is the switch for large deployments (see the hub scale table).")
+          "whose hash agrees under both moduli stay), so every node-set change moves nearly every subscription, "
+          "paced over many ticks (docs/coordination.md, \"Paced moves\"); rendezvous moves only the minimum. "
+          "The client's brief names modulo, so it stays the default; `BW_ROUTING=rendezvous` is the switch for "
+          "large deployments (see the hub scale table).")
 
 
 if __name__ == "__main__":

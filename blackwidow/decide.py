@@ -64,7 +64,7 @@ class Decision:
     nodes: NodeChanges
     live: frozenset[str]                  # live after this tick's failures
     hard: bool                            # the live node set changed since the last routing
-    status: dict[str, dict]               # per subscription: columns its node reported
+    status: dict[str, dict]               # per subscription: the columns its node's report changes
     state: dict[str, str]                 # per subscription: state after the reports
     used_up: dict[str, str]               # tenant -> why its subscriptions show limit_reached
     desired: dict[str, tuple]             # sub -> (node, spec)
@@ -105,18 +105,18 @@ def decide(snap: Snapshot, polled: Polled, leases: leasing.LeaseRound, rules: Ru
         status = scoped_status_changes(snap, reported, scope)
         looked_at = ((sid, snap.subscriptions[sid]) for sid in scope if sid in snap.subscriptions)
     state: dict[str, str] = {}
-    revisions: dict[str, int] = {}
+    revisions: dict[str, int] = {}          # the reported ones only: the rest are the rows'
     schedulable: dict[str, str] = {}
     for sid, sub in looked_at:      # one pass: a tick may hold a million subscriptions
         reported_now = status.get(sid)
         if reported_now is None:
-            state[sid], revisions[sid], route_key = sub.state, sub.revisions, sub.route_key
+            state[sid], count, route_key = sub.state, sub.revisions, sub.route_key
         else:
             state[sid] = reported_now.get("state", sub.state)
-            revisions[sid] = reported_now["revisions"]
+            count = revisions[sid] = reported_now.get("revisions", sub.revisions)
             # a redirect's subscription routes as its target's once a spawn reported the resolved article
-            route_key = reported_now["page_key"] or sub.route_key
-        if limits.scheduled(sub.enabled, state[sid], sub.spec.quota, revisions[sid]):
+            route_key = reported_now.get("page_key") or sub.route_key
+        if limits.scheduled(sub.enabled, state[sid], sub.spec.quota, count):
             schedulable[sid] = route_key
     quotas = {t: q.quota for t, q in leases.before.tenants.items() if q.quota is not None}
     used_up = limits.exhausted(quotas, ((sub.spec.tenant_id, revisions.get(sid, sub.revisions))
@@ -127,7 +127,11 @@ def decide(snap: Snapshot, polled: Polled, leases: leasing.LeaseRound, rules: Ru
     hard = previous_live is not None and live != previous_live
     ids = snap.assignments.keys() if scope is None else scope
     acked = {sid: a.node_id for sid in ids if (a := snap.assignments.get(sid)) is not None and a.acked}
-    retry_failed = {sid for sid in desired if failed_resend_due(snap.assignments.get(sid), now, rules)}
+    # only a subscription its routed node reports failed is re-sent for it: asking each of a million costs a
+    # second and a set of them
+    retry_failed = {sid for sid, (node, _) in desired.items()
+                    if (st := reported.get(node, {}).get(sid)) is not None and st.state == SubState.FAILED
+                    and failed_resend_due(snap.assignments.get(sid), now, rules)}
     plan = reload.plan(desired, reported, acked, hard, retry_failed, only=scope)
     learnt = leasing.learn(leases, snap, polled.reports, set(polled.failed), now, memory)
     rejected = {nid: r.rejected for nid, r in polled.reports.items() if r.rejected}
@@ -214,9 +218,10 @@ def _reported_values(snap: Snapshot, node_id: str, reported: SubscriptionStatus)
     if reported.state in NODE_REPORTED:
         values["state"] = reported.state
         values["last_error"] = reported.last_error
-    # a status that changes nothing is left out: at a million subscriptions a whole report mostly says
-    # what the rows already hold, and a dict per row is a gigabyte
-    return None if all(getattr(sub, column) == value for column, value in values.items()) else values
+    # only the columns it changes, and a status that changes nothing is left out: at a million subscriptions
+    # a whole report mostly says what the rows already hold, and a dict per row is a gigabyte
+    changed = {column: value for column, value in values.items() if getattr(sub, column) != value}
+    return changed or None
 
 
 def failed_resend_due(assignment: AssignmentView | None, now: datetime, rules: Rules) -> bool:
@@ -288,12 +293,14 @@ def subscription_changes(snap: Snapshot, decision: Decision, final: Mapping[str,
         node_id, state = placement(sub, decision.state[sub_id], final.get(sub_id),
                                    ack_state.get(sub_id) or adopted_state.get(sub_id))
         state, tenant_reason = limits.shown(state, decision.used_up.get(sub.spec.tenant_id))
-        values = {**decision.status.get(sub_id, {}), "node_id": node_id, "state": state}
+        reported = decision.status.get(sub_id)
+        values = {**(reported or {}), "node_id": node_id, "state": state}
         if tenant_reason is not None:
             values["last_error"] = tenant_reason
         diff = {k: v for k, v in values.items() if getattr(sub, k) != v}
         if diff:
-            changes[sub_id] = diff
+            # the report's own dict when it says the same (a first report of a million): one dict, not two
+            changes[sub_id] = reported if diff == reported else diff
     return changes
 
 

@@ -265,7 +265,8 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
                         adopted=len(plan.adopts), seconds=time.monotonic() - started, stages=stages.seconds,
                         reasons=plan.reasons, looked_at=len(scope) if scope is not None else None,
                         nudged=frozenset(n for nodes in pushed.values() for n in nodes))
-    state.cost = rebalance.measure(state.cost, result.seconds, len(outcomes), whole=scope is None)
+    state.cost = rebalance.measure(state.cost, result.seconds, len(outcomes), whole=scope is None,
+                                   polls_s=stages.seconds.get("polls", 0.0))
     metrics.tick_seconds.observe(result.seconds)
     metrics.ticks.labels("whole" if scope is None else "scoped").inc()
     metrics.tick_looked_at.set(len(snap.subscriptions) if scope is None else len(scope))

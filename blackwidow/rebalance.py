@@ -107,25 +107,26 @@ class Cost:
     takes, and how much each put or drop adds to one (moving averages; None: not measured yet)."""
     steady_s: float | None = None
     per_action_s: float | None = None
+    polls_s: float | None = None          # of a tick's polls: the least a tick costs while none is steady
 
 
 _WEIGHT = 0.5             # of the newest tick in each average: a machine's speed changes by the hour
 
 
-def measure(cost: Cost, seconds: float, actions: int, whole: bool) -> Cost:
-    """`cost` after a tick of `seconds` that sent `actions` puts and drops. A tick that looked at every
-    subscription (`whole`: a scheduler's first, say) costs what a whole pass costs, not what a paced step
-    does, and an action's cost is known only beside a measured steady tick."""
+def measure(cost: Cost, seconds: float, actions: int, whole: bool, polls_s: float) -> Cost:
+    """`cost` after a tick of `seconds` that sent `actions` puts and drops, `polls_s` of it polling. A tick
+    that looked at every subscription (`whole`: a scheduler's first, say) costs what a whole pass costs, not
+    what a paced step does. Until a tick without actions was measured (a scheduler that started just before a
+    move sees none until it ends), an action's cost is what the tick spent beyond its polls."""
     def mixed(old: float | None, new: float) -> float:
         return new if old is None else (1 - _WEIGHT) * old + _WEIGHT * new
     if whole:
         return cost
+    polled = mixed(cost.polls_s, polls_s)
     if actions == 0:
-        return Cost(mixed(cost.steady_s, seconds), cost.per_action_s)
-    if cost.steady_s is None:
-        return cost
-    extra = max(0.0, seconds - cost.steady_s)
-    return Cost(cost.steady_s, mixed(cost.per_action_s, extra / actions))
+        return Cost(mixed(cost.steady_s, seconds), cost.per_action_s, polled)
+    extra = max(0.0, seconds - (cost.steady_s if cost.steady_s is not None else polls_s))
+    return Cost(cost.steady_s, mixed(cost.per_action_s, extra / actions), polled)
 
 
 def per_tick(cost: Cost, target_s: float, most: int) -> int:
@@ -137,7 +138,7 @@ def per_tick(cost: Cost, target_s: float, most: int) -> int:
     least = max(1, most // 20)
     if cost.per_action_s is None:
         return max(least, most // 4)
-    budget = target_s - (cost.steady_s or 0.0)
+    budget = target_s - (cost.steady_s if cost.steady_s is not None else cost.polls_s or 0.0)
     if cost.per_action_s <= 0:
         return most
     return max(least, min(most, int(budget / (2 * cost.per_action_s))))

@@ -133,6 +133,7 @@ def test_the_band_index_finds_each_band_and_what_was_added():
     ("capped", rebalance.Cost(1.0, 0.00001), 10.0, 50_000, 50_000),
     ("a steady tick longer than the target: the least", rebalance.Cost(12.0, 0.0002), 10.0, 50_000, 2_500),
     ("free actions", rebalance.Cost(1.0, 0.0), 10.0, 50_000, 50_000),
+    ("no steady tick yet: beside the polls", rebalance.Cost(None, 0.0002, 4.0), 10.0, 50_000, 15_000),
     ("at least one", rebalance.Cost(12.0, 0.1), 10.0, 8, 1),
 ])
 def test_a_step_moves_what_fits_in_the_target_tick(name, cost, target, most, expect):
@@ -140,17 +141,18 @@ def test_a_step_moves_what_fits_in_the_target_tick(name, cost, target, most, exp
 
 
 def test_ticks_measure_what_a_tick_costs_and_what_each_action_adds():
-    cost = rebalance.measure(rebalance.Cost(), 9.0, 1000, whole=False)
-    assert cost == rebalance.Cost()                   # no steady tick to measure an action against yet
-    cost = rebalance.measure(cost, 3.0, 0, whole=False)
-    assert cost == rebalance.Cost(3.0, None)
-    cost = rebalance.measure(cost, 5.0, 0, whole=False)
+    cost = rebalance.measure(rebalance.Cost(), 9.0, 1000, whole=False, polls_s=4.0)
+    assert cost == rebalance.Cost(None, 0.005, 4.0)    # no steady tick yet: beyond the tick's own polls
+    assert rebalance.per_tick(cost, 10.0, 10_000) == 600            # (10 - 4) s for a put and a drop each
+    cost = rebalance.measure(rebalance.Cost(), 3.0, 0, whole=False, polls_s=2.5)
+    assert cost == rebalance.Cost(3.0, None, 2.5)
+    cost = rebalance.measure(cost, 5.0, 0, whole=False, polls_s=4.5)
     assert cost.steady_s == 4.0                       # averaged, the newest weighing half
-    assert rebalance.measure(cost, 70.0, 0, whole=True) == cost           # a whole tick says nothing of steps
-    assert rebalance.measure(cost, 90.0, 10**6, whole=True) == cost
-    cost = rebalance.measure(cost, 14.0, 40_000, whole=False)     # 10 s beyond a steady tick for 40,000 actions
+    assert rebalance.measure(cost, 70.0, 0, whole=True, polls_s=30.0) == cost     # a whole tick says nothing
+    assert rebalance.measure(cost, 90.0, 10**6, whole=True, polls_s=30.0) == cost
+    cost = rebalance.measure(cost, 14.0, 40_000, whole=False, polls_s=3.0)   # 10 s beyond a steady tick
     assert cost.per_action_s == pytest.approx(0.00025) and cost.steady_s == 4.0
-    cost = rebalance.measure(cost, 2.0, 10, whole=False)           # faster than a steady tick: no negative cost
+    cost = rebalance.measure(cost, 2.0, 10, whole=False, polls_s=1.0)       # faster than a steady tick: no gain
     assert cost.per_action_s == pytest.approx(0.000125)
-    assert rebalance.per_tick(rebalance.measure(cost, 14.0, 40_000, whole=False), 10.0, 50_000) == \
+    assert rebalance.per_tick(rebalance.measure(cost, 14.0, 40_000, whole=False, polls_s=3.0), 10.0, 50_000) == \
         int(6.0 / (2 * (0.000125 + 0.00025) / 2))
