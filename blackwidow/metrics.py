@@ -35,6 +35,10 @@ class SchedulerMetrics:
         self.tick_looked_at = Gauge("bw_hub_tick_looked_at", "Subscriptions the last tick looked at", registry=r)
         self.tick_errors = Counter("bw_hub_tick_errors", "Ticks that failed to record their outcome", registry=r)
         self.live_nodes = Gauge("bw_hub_live_nodes", "Live nodes after the last tick", registry=r)
+        self.move_done = Gauge("bw_hub_move_done_ratio", "Share of route keys' bands a node-set change under "
+                               "modulo has moved (1: no move under way)", registry=r)
+        self.move_step = Gauge("bw_hub_move_step_keys", "Route keys the next tick of a move may move",
+                               registry=r)
         self.leader = Gauge("bw_hub_scheduler_leader", "1 while this scheduler process holds the lock", registry=r)
         self.feed_lag = Gauge("bw_hub_feed_lag_seconds", "Seconds between now and a wiki's feed watermark (every "
                               "change before it was read and delivered)", ["wiki"], registry=r)

@@ -267,6 +267,9 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
                         nudged=frozenset(n for nodes in pushed.values() for n in nodes))
     state.cost = rebalance.measure(state.cost, result.seconds, len(outcomes), whole=scope is None,
                                    polls_s=stages.seconds.get("polls", 0.0))
+    if pace is not None:
+        metrics.move_done.set(pace.routing.layers[0].frontier / rebalance.SPACE)
+        metrics.move_step.set(rebalance.per_tick(state.cost, config.move_tick_s, config.moves_per_tick))
     metrics.tick_seconds.observe(result.seconds)
     metrics.ticks.labels("whole" if scope is None else "scoped").inc()
     metrics.tick_looked_at.set(len(snap.subscriptions) if scope is None else len(scope))

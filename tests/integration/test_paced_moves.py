@@ -5,6 +5,7 @@ plain modulo routing."""
 import pytest
 import sqlalchemy as sa
 
+from blackwidow.metrics import SchedulerMetrics
 from blackwidow.models import SchedulerEpoch
 from blackwidow.poller import PollerState, poll_once
 from tests.integration.coordination_support import (  # noqa: F401
@@ -37,14 +38,16 @@ def test_a_node_joining_moves_a_band_a_tick_and_a_new_leader_goes_on(maker, spaw
     must_move = {sid for sid, node in before.items() if target[sid] != node}
     assert len(must_move) > 30                       # modulo: most of them
 
-    puts_per_tick, ticks = [], 0
+    puts_per_tick, done, ticks = [], [], 0
+    metrics = SchedulerMetrics()
     while held(doubles) != target or len(copies(doubles)) != len(target):
         if ticks == 4:
             # the scheduler restarts mid-way: a new leader reads the layers and goes on band by band
             assert '"frontier"' in (routing_row(maker) or "")
             state = PollerState()
-        result = poll_once(maker, client, config, state=state)
+        result = poll_once(maker, client, config, state=state, metrics=metrics)
         puts_per_tick.append(result.sent)
+        done.append(metrics.move_done._value.get())
         ticks += 1
         now = held(doubles)
         # every subscription runs on its old node or its new one, and the copies of one article stay together
@@ -55,6 +58,7 @@ def test_a_node_joining_moves_a_band_a_tick_and_a_new_leader_goes_on(maker, spaw
     assert ticks >= 5, puts_per_tick                 # band by band, not all at once
     assert max(puts_per_tick) <= 25, puts_per_tick   # about 8 route keys a tick (one article may have 2 subs)
     assert sum(puts_per_tick) >= len(must_move)
+    assert any(0 < share < 1 for share in done) and done[-1] == 1.0, done      # /metrics shows the move
     assert {sid: (node, True) for sid, node in target.items()} == assignments(maker)
     assert '"frontier": 4294967296' in routing_row(maker) and routing_row(maker).count("frontier") == 1
 
