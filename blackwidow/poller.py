@@ -192,8 +192,9 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
     for nid in polled.reports:
         state.sent[nid] = upstream_rounds.delivered(state.sent.get(nid, {}), upstream_tick.budgets_for(budgets, nid))
     rules = Rules.of(config)
-    pace = _pace(state, snap, liveness(snap, polled, rules)[1], rules, config)
-    scope = _scope(state, snap, polled, rules, leasing.leased_tenants(before), written, pace)
+    after_polls = liveness(snap, polled, rules)[1]
+    pace = _pace(state, snap, after_polls, rules, config)
+    scope = _scope(state, snap, polled, after_polls, leasing.leased_tenants(before), written, pace, rules)
     decision = decide(snap, polled, leases, rules, at,
                       previous_live=state.routed_nodes if state.routed_nodes is not None else live_ids,
                       memory=state.quota, scope=scope, paced=pace.routing if pace is not None else None)
@@ -310,10 +311,10 @@ def _pace(state: PollerState, snap: Snapshot, live: frozenset[str], rules: Rules
     return rebalance.tick(state.paced, live, size, len(snap.subscriptions))
 
 
-def _scope(state: PollerState, snap: Snapshot, polled: Polled, rules: Rules, leased: frozenset[str],
-           written: frozenset[str] | None, pace: rebalance.Step | None) -> frozenset[str] | None:
-    """The ids this tick looks at (blackwidow.tick_scope), None: every one."""
-    live = liveness(snap, polled, rules)[1]
+def _scope(state: PollerState, snap: Snapshot, polled: Polled, live: frozenset[str], leased: frozenset[str],
+           written: frozenset[str] | None, pace: rebalance.Step | None, rules: Rules) -> frozenset[str] | None:
+    """The ids this tick looks at (blackwidow.tick_scope), None: every one. `live`: the live nodes after this
+    tick's polls (decide.liveness)."""
     if state.carry is None or written is None or leased:
         return None               # a whole tick whatever else: spare the passes below
     statuses = polled.by_node()
