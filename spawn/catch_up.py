@@ -7,7 +7,8 @@ reads again every `interval_s`: the set follows the wiki's new revisions.
 The position is a timestamp, inclusive: all revisions before it are written. allrevisions lists revisions in
 timestamp order, so after a batch is written every revision older than the batch's newest is; a reader that starts
 again (on this node or another) from the last reported position reads the boundary's revisions twice, which the
-store's idempotent writes make harmless.
+store's idempotent writes make harmless. A running reader remembers the revisions it wrote at its position's second
+(`past_edge`), so reading on while it follows neither writes nor counts them again.
 
 allrevisions shows what the wiki holds now, never what left it, nor what came back behind the position. So the same
 requests also read the wiki's log (`list=logevents`, in the same query: no request of its own; every type, because
@@ -101,6 +102,19 @@ def parse_batch(body: dict, wiki: str, content: bool) -> Batch:
                  more, parse_time(now) if isinstance(now, str) else None, log_done)
 
 
+def past_edge(pages: Sequence[Sequence[Revision]], position: datetime, edge: frozenset[int]
+              ) -> tuple[list[list[Revision]], datetime, frozenset[int]]:
+    """A batch read from `position` (inclusive) without the revisions already written at that second (`edge`: their
+    ids), and the position and edge after it: the batch's newest second and the ids written at it."""
+    fresh = [kept for page in pages
+             if (kept := [r for r in page if not (r.timestamp == position and r.rev_id in edge)])]
+    newest = max((r.timestamp for page in fresh for r in page), default=position)
+    if newest < position:
+        return fresh, position, edge
+    at = frozenset(r.rev_id for page in fresh for r in page if r.timestamp == newest)
+    return fresh, newest, (edge | at) if newest == position else at
+
+
 class CatchUpReader:
     """One set's catch-up. Thread-safe: the poll thread reads report() while its own thread reads the wiki."""
 
@@ -110,6 +124,7 @@ class CatchUpReader:
         self.demand = Demand(BACKFILL, duty.tenants)
         self._position = parse_time(duty.position or duty.since)
         self._log_position = self._position       # every log entry before it is applied
+        self._edge: frozenset[int] = frozenset()   # revisions written at the position's second
         self._caught_up_to: datetime | None = None
         self._revisions = 0
         self._requests = 0
@@ -176,16 +191,15 @@ class CatchUpReader:
         for _ in range(MAX_BATCHES):
             batch = self.client.query({**params, **cont}, cancel=self._stop, demand=self.demand,
                                       parse=lambda body: parse_batch(body, self.wiki, content))
-            if batch.pages:
-                self.store.write_pages(batch.pages)
+            pages, position, edge = past_edge(batch.pages, self._position, self._edge)
+            if pages:
+                self.store.write_pages(pages)
             applied = self._apply(batch.logged)
-            newest = max((r.timestamp for page in batch.pages for r in page), default=None)
             with self._lock:
                 self._requests += 1 + applied
-                self._revisions += sum(len(page) for page in batch.pages)
+                self._revisions += sum(len(page) for page in pages)
                 self._error = None
-                if newest is not None and newest > self._position:
-                    self._position = newest
+                self._position, self._edge = position, edge
                 logged_to = batch.now if batch.log_done and batch.now is not None else batch.logged_to
                 if logged_to is not None and logged_to > self._log_position:
                     self._log_position = logged_to

@@ -9,7 +9,7 @@ import responses
 from shared.dump_wire import CatchUpDuty
 from shared.http import make_session
 from shared.revisions.sqlite_store import SQLiteRevisionStore
-from spawn.catch_up import CatchUpReader, CatchUpReaders, parse_batch
+from spawn.catch_up import CatchUpReader, CatchUpReaders, parse_batch, past_edge
 from spawn.host_limiter import HostLimiter
 from spawn.mediawiki import BadResponse, MediaWikiClient
 
@@ -94,6 +94,38 @@ def test_reads_from_the_dump_date_writes_each_batch_and_then_is_caught_up(store)
     report = reader.report()
     assert (report.position, report.caught_up_to, report.revisions, report.requests, report.error) == (
         "2026-02-01T10:00:00Z", "2026-11-25T08:00:00Z", 3, 2, None)
+
+
+T0, T1 = datetime(2026, 1, 1, tzinfo=timezone.utc), datetime(2026, 1, 2, tzinfo=timezone.utc)
+
+
+@pytest.mark.parametrize("batch, position, edge, kept, after, after_edge", [
+    ([], T0, frozenset(), [], T0, frozenset()),                                     # nothing read
+    ([[(1, T0)]], T0, frozenset(), [1], T0, frozenset({1})),                        # new at the position
+    ([[(1, T0)]], T0, frozenset({1}), [], T0, frozenset({1})),                      # written already
+    ([[(1, T0), (2, T0)]], T0, frozenset({1}), [2], T0, frozenset({1, 2})),         # one more in that second
+    ([[(1, T0), (3, T1)], [(4, T1)]], T0, frozenset({1}), [3, 4], T1, frozenset({3, 4})),  # a later second
+    ([[(1, T0)]], T1, frozenset({1}), [1], T1, frozenset({1})),                     # older (an id unknown there)
+])
+def test_past_edge_writes_a_second_s_revisions_once(batch, position, edge, kept, after, after_edge):
+    pages = [[parse_batch(answer([(9, "P", [rev(i, 0, ts.strftime("%Y-%m-%dT%H:%M:%SZ"))])], None), WIKI,
+                          False).pages[0][0] for i, ts in page] for page in batch]
+    fresh, moved, written = past_edge(pages, position, edge)
+    assert ([r.rev_id for page in fresh for r in page], moved, written) == (kept, after, after_edge)
+
+
+@responses.activate
+def test_a_following_reader_counts_and_writes_its_last_second_once(store):
+    responses.add(responses.GET, API, json=answer([(1, "A", [rev(11, 0, "2026-01-05T00:00:00Z")])], None))
+    responses.add(responses.GET, API, json=answer([(1, "A", [rev(11, 0, "2026-01-05T00:00:00Z")])], None))
+    responses.add(responses.GET, API, json=answer([(1, "A", [rev(11, 0, "2026-01-05T00:00:00Z"),
+                                                             rev(12, 11, "2026-01-05T00:00:00Z")])], None))
+    reader = CatchUpReader(duty(), client(), store)
+    for _ in range(3):
+        reader.read_once()
+    assert [c.request.params["arvstart"] for c in responses.calls] == [
+        "2026-01-01T00:00:00Z", "2026-01-05T00:00:00Z", "2026-01-05T00:00:00Z"]
+    assert (reader.report().revisions, sorted(r.rev_id for r in store.revisions(WIKI))) == (2, [11, 12])
 
 
 @responses.activate
