@@ -10,7 +10,7 @@ Routing (blackwidow.router), reload planning (blackwidow.reload) and the lease a
 """
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Iterable, Mapping
+from typing import Iterable, Iterator, Mapping
 
 from blackwidow import rebalance, reload, router
 from blackwidow.quota import leasing, limits
@@ -19,7 +19,7 @@ from blackwidow.store.coordination import AssignmentView, Snapshot, Subscription
 from blackwidow.upstream.clock_check import ClockReading
 from shared.config import HubConfig
 from shared.states import NODE_REPORTED, SubState
-from shared.wire import StatusReport, SubscriptionStatus
+from shared.wire import StatusReport, SubscriptionSpec, SubscriptionStatus
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,23 @@ class NodeChanges:
     dead: tuple[str, ...]                 # marked dead this tick
 
 
+class Specs(Mapping[str, SubscriptionSpec]):
+    """The snapshot's specs by id, read through: the plan looks up a spec only for what it sends."""
+    __slots__ = ("_subs",)
+
+    def __init__(self, subscriptions: Mapping[str, SubscriptionView]):
+        self._subs = subscriptions
+
+    def __getitem__(self, sid: str) -> SubscriptionSpec:
+        return self._subs[sid].spec
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._subs)
+
+    def __len__(self) -> int:
+        return len(self._subs)
+
+
 @dataclass(frozen=True)
 class Decision:
     nodes: NodeChanges
@@ -67,7 +84,7 @@ class Decision:
     status: dict[str, dict]               # per subscription: the columns its node's report changes
     state: dict[str, str]                 # per subscription: state after the reports
     used_up: dict[str, str]               # tenant -> why its subscriptions show limit_reached
-    desired: dict[str, tuple]             # sub -> (node, spec)
+    desired: dict[str, str]               # sub -> node
     reported: Mapping[str, Mapping]       # node -> {sub: SubscriptionStatus}
     plan: reload.Plan
     learnt: leasing.Learnt
@@ -123,16 +140,16 @@ def decide(snap: Snapshot, polled: Polled, leases: leasing.LeaseRound, rules: Ru
                                         for sid, sub in snap.subscriptions.items()
                                         if sub.spec.tenant_id in quotas)) if quotas else {}
     routed = router.assign(schedulable, live, rules.routing, partial=scope is not None, paced=paced)
-    desired = {sid: (node, snap.subscriptions[sid].spec) for sid, node in routed.items()}
+    desired = routed
     hard = previous_live is not None and live != previous_live
     ids = snap.assignments.keys() if scope is None else scope
     acked = {sid: a.node_id for sid in ids if (a := snap.assignments.get(sid)) is not None and a.acked}
     # only a subscription its routed node reports failed is re-sent for it: asking each of a million costs a
     # second and a set of them
-    retry_failed = {sid for sid, (node, _) in desired.items()
+    retry_failed = {sid for sid, node in desired.items()
                     if (st := reported.get(node, {}).get(sid)) is not None and st.state == SubState.FAILED
                     and failed_resend_due(snap.assignments.get(sid), now, rules)}
-    plan = reload.plan(desired, reported, acked, hard, retry_failed, only=scope)
+    plan = reload.plan(desired, Specs(snap.subscriptions), reported, acked, hard, retry_failed, only=scope)
     learnt = leasing.learn(leases, snap, polled.reports, set(polled.failed), now, memory)
     rejected = {nid: r.rejected for nid, r in polled.reports.items() if r.rejected}
     return Decision(nodes, live, hard, status, state, used_up, desired, reported, plan, learnt, rejected, scope)
@@ -252,7 +269,7 @@ def final_assignments(snap: Snapshot, decision: Decision, outcomes: list[Outcome
         if a.node_id not in decision.live:
             continue                     # dead node: whatever ran there is gone for us
         on_node = reported.get(a.node_id)
-        if on_node is not None and sub_id not in on_node and desired.get(sub_id, (None,))[0] != a.node_id:
+        if on_node is not None and sub_id not in on_node and desired.get(sub_id) != a.node_id:
             continue                     # the node answered without it and it is not wanted there
         status = on_node.get(sub_id) if on_node is not None else None
         if status is not None and status.state != SubState.FAILED and a.failures:

@@ -198,25 +198,40 @@ class BandIndex:
     harmless."""
 
     def __init__(self, keys: Mapping[str, str]) -> None:
-        self._bands = np.empty(0, dtype=np.uint64)
-        self._ids: list[str] = []
-        self.add(keys)
+        self._bands, self._ids = _sorted_by_band(*_banded(keys))
+        # ids keyed since the last fold, sorted apart: adding a few to a million must not sort the million
+        self._side_bands: np.ndarray = np.empty(0, dtype=np.uint64)
+        self._side_ids: list[str] = []
 
     def add(self, keys: Mapping[str, str]) -> None:
         if not keys:
             return
-        ids = list(keys)
-        bands = np.fromiter((band(stable_hash(keys[sid])) for sid in ids), dtype=np.uint64, count=len(ids))
-        merged_bands = np.concatenate([self._bands, bands])
-        merged_ids = self._ids + ids
-        order = np.argsort(merged_bands, kind="stable")
-        self._bands = merged_bands[order]
-        self._ids = [merged_ids[i] for i in order.tolist()]
+        bands, ids = _banded(keys)
+        self._side_bands, self._side_ids = _sorted_by_band(np.concatenate([self._side_bands, bands]),
+                                                           self._side_ids + ids)
+        if len(self._side_ids) > max(FOLD_AT, len(self._ids) // 16):
+            self._bands, self._ids = _sorted_by_band(np.concatenate([self._bands, self._side_bands]),
+                                                     self._ids + self._side_ids)
+            self._side_bands, self._side_ids = np.empty(0, dtype=np.uint64), []
 
     def between(self, low: int, high: int) -> list[str]:
         """The ids whose band is in [low, high)."""
         start, end = np.searchsorted(self._bands, [low, high], side="left").tolist()
-        return self._ids[start:end]
+        side_start, side_end = np.searchsorted(self._side_bands, [low, high], side="left").tolist()
+        return self._ids[start:end] + self._side_ids[side_start:side_end]
 
     def __len__(self) -> int:
-        return len(self._ids)
+        return len(self._ids) + len(self._side_ids)
+
+
+FOLD_AT = 4096          # ids kept apart before they are merged into the sorted whole (also past 1/16 of it)
+
+
+def _banded(keys: Mapping[str, str]) -> tuple[np.ndarray, list[str]]:
+    ids = list(keys)
+    return np.fromiter((band(stable_hash(keys[sid])) for sid in ids), dtype=np.uint64, count=len(ids)), ids
+
+
+def _sorted_by_band(bands: np.ndarray, ids: list[str]) -> tuple[np.ndarray, list[str]]:
+    order = np.argsort(bands, kind="stable")
+    return bands[order], [ids[i] for i in order.tolist()]

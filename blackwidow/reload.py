@@ -63,6 +63,12 @@ def _reported_spec(status: SubscriptionStatus) -> SubscriptionSpec | None:
         return None
 
 
+def unverified(status: SubscriptionStatus) -> bool:
+    """The node did not say which spec it runs: a hard reload re-sends it rather than trust an acknowledgement
+    (the one place for that rule; blackwidow.tick_scope looks at these ids on a node-set change for it)."""
+    return status.spec is None
+
+
 def _fields(spec: SubscriptionSpec) -> dict:
     """The spec as a field dict, without copying when the dataclass keeps one."""
     return getattr(spec, "__dict__", None) or spec.to_dict()
@@ -84,15 +90,16 @@ def _put_reason(node: str, spec: SubscriptionSpec, status: SubscriptionStatus | 
             return "changed"                 # includes an unparseable spec: replace it
     if status.state == "failed":
         return "failed" if may_retry_failed else None
-    if running is not None:
+    if not unverified(status):
         return None
-    # The node did not say which spec it runs: trust our acknowledgement only on a soft reload.
+    # trust our acknowledgement only on a soft reload
     if hard:
         return "unverified"
     return None if acked_node == node else "unacked"
 
 
-def plan(desired: Mapping[str, tuple[str, SubscriptionSpec]],
+def plan(desired: Mapping[str, str],
+         specs: Mapping[str, SubscriptionSpec],
          reported: Mapping[str, Mapping[str, SubscriptionStatus]],
          acked: Mapping[str, str],
          node_set_changed: bool,
@@ -100,7 +107,8 @@ def plan(desired: Mapping[str, tuple[str, SubscriptionSpec]],
          only: Collection[str] | None = None) -> Plan:
     """Actions that bring reachable nodes to `desired`.
 
-    desired: {sub_id: (node_id, spec)}; reported: {node_id: {sub_id: status}} for nodes that answered;
+    desired: {sub_id: node_id}; specs: {sub_id: spec} of every desired id (a view: a million (node, spec) pairs
+    would cost a tuple each); reported: {node_id: {sub_id: status}} for nodes that answered;
     acked: {sub_id: node_id} of acknowledged sends; retry_failed: failed subscriptions that may be
     re-sent now (None: all of them); only: plan for these ids alone (`desired` and `acked` then need hold
     no others; blackwidow.tick_scope), None: for every id desired or reported.
@@ -108,14 +116,14 @@ def plan(desired: Mapping[str, tuple[str, SubscriptionSpec]],
     hard = node_set_changed
     puts, drops, adopts = [], [], []
     by_node: dict[str, list[str]] = {}
-    for sub_id, (node, _) in desired.items():
+    for sub_id, node in desired.items():
         by_node.setdefault(node, []).append(sub_id)
     for node in sorted(by_node):             # actions in (node, subscription) order
         on_node = reported.get(node)
         if on_node is None:
             continue
         for sub_id in sorted(by_node[node]):
-            spec = desired[sub_id][1]
+            spec = specs[sub_id]
             status = on_node.get(sub_id)
             may_retry = retry_failed is None or sub_id in retry_failed
             reason = _put_reason(node, spec, status, acked.get(sub_id), hard, may_retry)
@@ -130,7 +138,7 @@ def plan(desired: Mapping[str, tuple[str, SubscriptionSpec]],
         want = desired.get(sub_id)
         if want is None:
             drops.append(Drop(node, sub_id, "stale"))
-        elif want[0] != node and (acked.get(sub_id) == want[0] or sub_id in reported.get(want[0], ())):
+        elif want != node and (acked.get(sub_id) == want or sub_id in reported.get(want, ())):
             # make before break: the old copy goes once the new node has acknowledged it
             drops.append(Drop(node, sub_id, "moved"))
     if hard:

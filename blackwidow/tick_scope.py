@@ -21,7 +21,7 @@ bands are all of them at once, everything. Whatever else cannot be proven unchan
 from typing import Collection, Iterable, Mapping
 
 from blackwidow import router
-from blackwidow.reload import Plan
+from blackwidow.reload import Plan, unverified
 from blackwidow.store.coordination import AssignmentView, SubscriptionView
 from shared.states import SubState
 from shared.wire import SubscriptionStatus
@@ -94,17 +94,17 @@ def node_set_moves(*, routing: str, routed_over: frozenset[str] | None, live: fr
                 if a.node_id not in left and (sub := subscriptions.get(sid)) is not None]
         takers = router.takeovers([key for _, _, key in held], [node for _, node, _ in held], joined)
         ids.update(sid for (sid, _, _), taker in zip(held, takers) if taker is not None)
-    ids.update(sid for on_node in statuses.values() for sid, status in on_node.items() if status.spec is None)
+    ids.update(sid for on_node in statuses.values() for sid, status in on_node.items() if unverified(status))
     return frozenset(ids)
 
 
-def unsettled(*, plan: Plan, desired: Mapping[str, tuple], states: Mapping[str, str],
+def unsettled(*, plan: Plan, desired: Mapping[str, str], states: Mapping[str, str],
               assignments: Mapping[str, AssignmentView], answered: Iterable[str],
               silent_holdings: Iterable[str]) -> frozenset[str]:
     """The ids the next tick must look at again whatever it hears.
 
     plan: this tick's (what it sent, dropped or adopted the next tick confirms, or drops the old copy of a
-    move); desired: {id: (node, spec)} routed this tick; states: the state of each id looked at, after the
+    move); desired: {id: node} routed this tick; states: the state of each id looked at, after the
     reports (a failed one's re-send comes with time, not with a report); assignments: after the tick (one
     missing, elsewhere than routed, unacknowledged or backing off: again); answered: the nodes that
     answered (what is routed to another got nothing); silent_holdings: what the nodes that did not answer
@@ -113,7 +113,7 @@ def unsettled(*, plan: Plan, desired: Mapping[str, tuple], states: Mapping[str, 
     ids = {p.spec.id for p in plan.puts}
     ids.update(d.subscription_id for d in plan.drops)
     ids.update(a.subscription_id for a in plan.adopts)
-    for sid, (node, _) in desired.items():
+    for sid, node in desired.items():
         a = assignments.get(sid)
         if node not in answered or a is None or a.node_id != node or not a.acked or a.failures:
             ids.add(sid)

@@ -170,7 +170,7 @@ def test_a_move_keeps_the_old_copy_until_the_new_node_has_it():
     snap = snapshot([node("A"), node("B")], subs)
     reports = {"A": report("A", *(status(s.id) for s in subs)), "B": report("B")}
     decision = run(snap, Polled(reports), previous=frozenset({"A"}))
-    moving = sorted(sid for sid, (n, _) in decision.desired.items() if n == "B")
+    moving = sorted(sid for sid, n in decision.desired.items() if n == "B")
     assert moving and decision.hard
     assert sorted(p.spec.id for p in decision.plan.puts) == moving and decision.plan.drops == ()
     outcomes = [Outcome(p, True, "assigned") for p in decision.plan.puts]

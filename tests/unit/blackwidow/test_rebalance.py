@@ -126,6 +126,17 @@ def test_the_band_index_finds_each_band_and_what_was_added():
     assert len(index) == 2001
 
 
+@pytest.mark.parametrize("fold_at", [10, 100_000])
+def test_ids_added_one_by_one_are_found_before_and_after_they_are_folded_in(monkeypatch, fold_at):
+    monkeypatch.setattr(rebalance, "FOLD_AT", fold_at)
+    index = BandIndex({f"s{i}": KEYS[i] for i in range(100)})
+    for i in range(100, 160):
+        index.add({f"s{i}": KEYS[i]})
+        expect = sorted(f"s{j}" for j in range(i + 1) if SPACE // 3 <= band(KEYS[j]) < 2 * SPACE // 3)
+        assert sorted(index.between(SPACE // 3, 2 * SPACE // 3)) == expect
+    assert len(index) == 160
+
+
 @pytest.mark.parametrize("name, cost, target, most, expect", [
     ("pacing off", rebalance.Cost(3.0, 0.001), 10.0, 0, 0),
     ("nothing measured: a quarter", rebalance.Cost(), 10.0, 50_000, 12_500),

@@ -14,6 +14,12 @@ def running(sub_id: str, state: str = "running", quota: int | None = None, with_
                               spec=spec(sub_id, quota).to_dict() if with_spec else None)
 
 
+def planned(desired: dict, *args):
+    """plan() over a table's {id: (node, spec)}."""
+    return plan({sid: node for sid, (node, _) in desired.items()},
+                {sid: spec for sid, (_, spec) in desired.items()}, *args)
+
+
 CASES = [
     # (name, desired, reported, acked, node_set_changed, retry_failed, expected kind, puts, drops, adopts)
     ("nothing to do", {"s1": ("A", spec("s1"))}, {"A": {"s1": running("s1")}}, {"s1": "A"}, False, None,
@@ -75,7 +81,7 @@ CASES = [
 @pytest.mark.parametrize("name,desired,reported,acked,changed,retry,kind,puts,drops,adopts", CASES,
                          ids=[c[0] for c in CASES])
 def test_plan(name, desired, reported, acked, changed, retry, kind, puts, drops, adopts):
-    result = plan(desired, reported, acked, changed, retry)
+    result = planned(desired, reported, acked, changed, retry)
     assert result.kind == kind
     assert [(p.node_id, p.spec.id, p.reason) for p in result.puts] == puts
     assert [(d.node_id, d.subscription_id, d.reason) for d in result.drops] == drops
@@ -84,7 +90,7 @@ def test_plan(name, desired, reported, acked, changed, retry, kind, puts, drops,
 
 def test_puts_carry_the_desired_spec_and_reasons_are_counted():
     desired = {"s1": ("A", spec("s1", quota=3)), "s2": ("A", spec("s2"))}
-    result = plan(desired, {"A": {"s1": running("s1"), "s3": running("s3")}}, {"s1": "A"}, False)
+    result = planned(desired, {"A": {"s1": running("s1"), "s3": running("s3")}}, {"s1": "A"}, False)
     assert result.puts == (Put("A", spec("s1", quota=3), "changed"), Put("A", spec("s2"), "new"))
     assert result.drops == (Drop("A", "s3", "stale"),)
     assert result.reasons == {"changed": 1, "new": 1, "stale": 1}
