@@ -127,7 +127,7 @@ def absorbed(files: Mapping[str, FileState], reports: Mapping[str, Mapping[str, 
         report = reports.get(f.node, {}).get(fid)
         if report is None:
             continue        # not started there yet, or the node did not answer
-        resume = report.resume if report.resume.pages >= f.resume.pages else f.resume
+        resume = report.resume if report.resume.order >= f.resume.order else f.resume
         heard = replace(f, resume=resume, report=report, reported_at=now)
         if report.state == DONE:
             out[fid] = replace(heard, state=DONE, node=None, error=None, retry_at=None, finished_at=now)

@@ -354,6 +354,9 @@ class DumpFile(Base):
     pages: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
     last_page_id: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     revisions: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
+    # then a long page partly written: its id and how many of its revisions
+    part_page_id: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    part_revisions: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
     # the current run's figures, as its node last reported them
     bytes_read: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
     bytes_total: Mapped[int | None] = mapped_column(BigInteger, nullable=True)

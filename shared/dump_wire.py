@@ -46,10 +46,18 @@ def _rate(body: object, name: str) -> float:
 @dataclass(frozen=True)
 class Resume:
     """Where a file's reading goes on: its first `pages` pages are written (the last of them page id
-    `last_page_id`), holding `revisions` revisions. Only ever moved over writes that completed."""
+    `last_page_id`), then the first `part_revisions` revisions of the long page `part_page_id`; `revisions` in
+    all. Only ever moved over writes that completed."""
     pages: int = 0
     last_page_id: int | None = None
     revisions: int = 0
+    part_page_id: int | None = None
+    part_revisions: int = 0
+
+    @property
+    def order(self) -> tuple[int, int]:
+        """Later resume points compare greater: a page's parts, then the page done."""
+        return self.pages, self.part_revisions
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -60,7 +68,12 @@ class Resume:
         last = _count(body, "last_page_id", optional=True)
         if pages and last is None:
             raise ValidationError("'last_page_id' is required once pages are written", field="last_page_id")
-        return cls(pages=pages, last_page_id=last, revisions=_count(body, "revisions", optional=True) or 0)
+        part = _count(body, "part_revisions", optional=True) or 0
+        part_page = _count(body, "part_page_id", optional=True)
+        if part and part_page is None:
+            raise ValidationError("'part_page_id' is required with part_revisions", field="part_page_id")
+        return cls(pages=pages, last_page_id=last, revisions=_count(body, "revisions", optional=True) or 0,
+                   part_page_id=part_page if part else None, part_revisions=part)
 
 
 @dataclass(frozen=True)

@@ -66,7 +66,8 @@ class DumpRunner:
                 session_factory: Callable[[], Session] | None) -> DumpIngest:
         duty, r = self.duty, self.duty.resume
         checkpoint = Checkpoint(None, {duty.url: FileCheckpoint(pages=r.pages, last_page_id=r.last_page_id,
-                                                                revisions=r.revisions)})
+                                                                revisions=r.revisions, part_page_id=r.part_page_id,
+                                                                part_revisions=r.part_revisions)})
         ingest = DumpIngest([duty.url], wiki=wiki_key(duty.wiki), store=store, checkpoint=checkpoint, http=http,
                             expected=expected_site(duty), content=duty.content, batch=batch, stop=self._stop,
                             namespaces=duty.namespaces, page_ids=duty.page_ids, session_factory=session_factory)
@@ -117,7 +118,8 @@ class DumpRunner:
         progress = self.ingest.progress
         elapsed = max((progress.finished or time.monotonic()) - progress.started, 1e-9)
         return DumpReport(file_id=self.duty.file_id, state=state,
-                          resume=Resume(cp.pages, cp.last_page_id, cp.revisions), bytes_read=fp.bytes_read,
+                          resume=Resume(cp.pages, cp.last_page_id, cp.revisions, cp.part_page_id,
+                                        cp.part_revisions), bytes_read=fp.bytes_read,
                           bytes_total=fp.bytes_total, revisions_read=fp.revisions_read,
                           revisions_per_s=max(fp.revisions_written - self.duty.resume.revisions, 0) / elapsed,
                           bytes_per_s=fp.bytes_read / elapsed, error=error)

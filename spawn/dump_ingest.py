@@ -6,8 +6,9 @@ Pages are written many at a time (RevisionStore.write_pages: one round of reques
 pages, where a page at a time costs several round trips each).
 
 Resume: after pages are written, a JSON checkpoint (atomically replaced) records per file whether it is done,
-how many pages of it are fully written and the id of the last one. A restart re-reads the file from its start,
-skips that many pages (checking the last id matches) and writes on; pages written after the last checkpoint are
+how many pages of it are fully written and the id of the last one, and, inside a long page (handed over in parts:
+spawn.dump_parse), how many of its revisions are. A restart re-reads the file from its start, skips that many
+pages (checking the last id matches) and revisions and writes on; what was written after the last checkpoint is
 written again, which changes nothing because the store's writes are idempotent by (wiki, rev_id).
 
     .venv/bin/python -m spawn.dump_ingest --wiki ch.wikipedia.org --checkpoint state.json \\
@@ -30,11 +31,11 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, cast
 
 from shared.revisions.model import Revision
 from shared.revisions.store import RevisionStore
-from spawn.dump_parse import Parsed, WalkSpec, walk_here, walk_in_child
+from spawn.dump_parse import PART, Parsed, WalkSpec, walk_here, walk_in_child
 from spawn.dump_rows import DumpError, ExpectedSite
 from spawn.dump_stream import Session
 
-BATCH = 2000                # revisions per store.write_pages(); a longer page history is written in several
+BATCH = PART                # revisions per store.write_pages(); a longer page history is handed over in parts
 CHECKPOINT_EVERY = 1.0      # seconds between checkpoint files; a crash re-writes at most this much
 WRITERS = 1                 # groups of pages written at once, while the main thread parses the next
 
@@ -90,7 +91,9 @@ class FileCheckpoint:
     done: bool = False
     pages: int = 0                  # pages of the file fully written, in dump order
     last_page_id: int | None = None
-    revisions: int = 0              # revisions those pages hold (0 in checkpoints written before it was kept)
+    revisions: int = 0              # revisions written (0 in checkpoints written before it was kept)
+    part_page_id: int | None = None     # a long page partly written after those pages ...
+    part_revisions: int = 0             # ... and how many of its revisions are
 
 
 class Checkpoint:
@@ -179,7 +182,7 @@ class DumpIngest:
         def counted(n: int) -> None:
             fp.bytes_read += n
         spec = WalkSpec(fp.source, self.wiki, self.expected, self.content, self.timeout, cp.pages, cp.last_page_id,
-                        self.namespaces, self.page_ids)
+                        self.namespaces, self.page_ids, self.batch, cp.part_page_id, cp.part_revisions)
         walker = (walk_in_child(spec, self.session_factory, counted) if self.session_factory is not None
                   else walk_here(spec, cast(Session, self.http), counted))
         try:
@@ -198,8 +201,8 @@ class DumpIngest:
         self.checkpoint.save()
 
     def _pages(self, fp: FileProgress, cp: FileCheckpoint, pages: Iterator[Parsed]) -> bool:
-        """Take the walk's pages here, write groups of them on `writers` threads (a long page's parts in order on one
-        thread); the checkpoint advances only over the leading run of groups whose writes completed."""
+        """Take the walk's pages here, write groups of them on `writers` threads (a long page's parts one after the
+        other); the checkpoint advances only over the leading run of groups whose writes completed."""
         pending: deque[InFlight] = deque()
         with ThreadPoolExecutor(self.writers, thread_name_prefix="dump-write") as pool:
             try:
@@ -219,16 +222,24 @@ class DumpIngest:
             nonlocal group
             if group.pages:
                 pending.append(InFlight(group.position, group.page_id, len(group.pages), group.revisions,
-                                        pool.submit(self._write_group, group.pages)))
+                                        pool.submit(self.store.write_pages, group.pages)))
                 group = Group()
                 self._settle(fp, cp, pending, until=2 * self.writers)
         for page in pages:
             fp.revisions_read += len(page.rows)
-            if group.revisions + len(page.rows) > self.batch:
+            if not page.whole:
+                # a long page's part, alone: its parent must be stored before it, so what came before is first
                 flush()
-            group.add(page.position, page.page_id, page.rows)
-            if group.revisions >= self.batch:
-                flush()
+                self._settle(fp, cp, pending, until=0)
+                within = 0 if page.last else page.offset + len(page.rows)
+                pending.append(InFlight(page.position, page.page_id, int(page.last), len(page.rows),
+                                        pool.submit(self.store.write_pages, [page.rows]), within))
+            else:
+                if group.revisions + len(page.rows) > self.batch:
+                    flush()
+                group.add(page.position, page.page_id, page.rows)
+                if group.revisions >= self.batch:
+                    flush()
             if time.monotonic() - saved >= self.checkpoint_every:
                 self.checkpoint.save()
                 saved = time.monotonic()
@@ -251,29 +262,19 @@ class DumpIngest:
                 raise error
             pending.popleft()
             with self._figures:
-                cp.pages, cp.last_page_id = head.position, head.page_id
+                if head.within:
+                    cp.part_page_id, cp.part_revisions = head.page_id, head.within
+                else:
+                    cp.pages, cp.last_page_id = head.position, head.page_id
+                    cp.part_page_id, cp.part_revisions = None, 0
                 cp.revisions += head.revisions
                 fp.pages_written += head.pages
                 fp.revisions_written += head.revisions
 
-    def _write_group(self, pages: list[list[Revision]]) -> None:
-        for call in store_calls(pages, self.batch):
-            self.store.write_pages(call)
-
-
-def store_calls(pages: list[list[Revision]], batch: int) -> list[list[list[Revision]]]:
-    """The write_pages() calls that store a group, in order: the whole group in one call, except a page longer
-    than `batch` (always alone in its group), written in consecutive parts of `batch` revisions, a call each,
-    so that each part's parent is stored before it."""
-    if len(pages) == 1 and len(pages[0]) > batch:
-        rows = pages[0]
-        return [[rows[start:start + batch]] for start in range(0, len(rows), batch)]
-    return [pages]
-
 
 @dataclass
 class Group:
-    """Parsed pages not yet handed to a writer: whole pages, `batch` revisions at most unless one page is longer."""
+    """Whole parsed pages not yet handed to a writer, `batch` revisions at most."""
     pages: list[list[Revision]] = field(default_factory=list)
     revisions: int = 0
     position: int = 0               # the last page's position in the file and its id
@@ -289,9 +290,10 @@ class Group:
 class InFlight:
     position: int                   # of the group's last page in the file
     page_id: int                    # of that page
-    pages: int
+    pages: int                      # pages it ends
     revisions: int
     future: Future[None]
+    within: int = 0                 # it ends inside its page: the page's revisions written by then
 
 
 def main(argv: Iterable[str] | None = None) -> int:

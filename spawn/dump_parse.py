@@ -33,16 +33,25 @@ from spawn.dump_rows import DumpCorrupt, DumpError, ExpectedSite, check_schema, 
 from spawn.dump_stream import Session, open_dump, translated
 
 MESSAGE_REVISIONS = 500     # revisions per message from a child: big enough to amortize a pipe round
+PART = 2000                 # revisions of a long page handed over at once (spawn.dump_ingest: one store call)
 JOIN_S = 5.0                # how long closing waits for a child to end before it is killed
 PROGRESS_S = 1.0            # a child's bytes read reach the parent at least this often while it reads
 
 
 @dataclass(frozen=True)
 class Parsed:
-    """One page of the file to write: its position in the file (1-based, counting every page), id and rows."""
+    """A page of the file to write, or a part of a long one: its position in the file (1-based, counting every
+    page), id and rows; `offset`: the page's revisions before these rows (written earlier, or in earlier parts);
+    `last`: these rows end the page."""
     position: int
     page_id: int
     rows: list[Revision]
+    offset: int = 0
+    last: bool = True
+
+    @property
+    def whole(self) -> bool:
+        return self.offset == 0 and self.last
 
 
 @dataclass(frozen=True)
@@ -57,6 +66,11 @@ class WalkSpec:
     last_page_id: int | None = None         # the id of the last of them, checked
     namespaces: frozenset[int] | None = None
     page_ids: frozenset[int] | None = None
+    # a long page is handed over in parts of at most `part` revisions: a page's whole history is never held at once
+    # (some have a million revisions); a resume inside one skips the first `part_revisions` of page `part_page_id`
+    part: int = PART
+    part_page_id: int | None = None
+    part_revisions: int = 0
 
     def wanted(self, ns: int, page_id: int) -> bool:
         """Whether a page of the file is one of the set's (its namespaces, its members)."""
@@ -88,7 +102,23 @@ def walk(dump: mwxml.Dump, spec: WalkSpec) -> Iterator[Parsed]:
             continue
         if not spec.wanted(int(page.namespace), int(page.id)):
             continue
-        yield Parsed(position, int(page.id), [to_row(spec.wiki, page, rev, spec.content) for rev in page])
+        written = spec.part_revisions if int(page.id) == spec.part_page_id else 0
+        yield from _parts(position, page, written, spec)
+
+
+def _parts(position: int, page: mwxml.Page, written: int, spec: WalkSpec) -> Iterator[Parsed]:
+    """A page's revisions after the first `written`, in parts of at most `spec.part`; the last part ends the page
+    (a page without revisions left is one empty last part)."""
+    page_id, offset = int(page.id), written
+    rows: list[Revision] = []
+    for n, rev in enumerate(page):
+        if n < written:
+            continue                # written before a resume: mwxml reads past them, nothing is built
+        if len(rows) == spec.part:
+            yield Parsed(position, page_id, rows, offset, last=False)
+            offset, rows = offset + len(rows), []
+        rows.append(to_row(spec.wiki, page, rev, spec.content))
+    yield Parsed(position, page_id, rows, offset, last=True)
 
 
 @contextmanager

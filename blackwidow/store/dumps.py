@@ -61,16 +61,20 @@ def _state(f: DumpFile, s: WikiSet, members: tuple[int, ...] = ()) -> FileState:
     report = None
     if f.reported_at is not None:
         report = DumpReport(file_id=f.id, state=f.state if f.state in (DONE, FAILED) else READING,
-                            resume=Resume(f.pages, f.last_page_id, f.revisions), bytes_read=f.bytes_read,
+                            resume=_resume(f), bytes_read=f.bytes_read,
                             bytes_total=f.bytes_total, revisions_read=f.revisions_read,
                             revisions_per_s=f.revisions_per_s, bytes_per_s=f.bytes_per_s, error=f.error)
     return FileState(id=f.id, set_id=f.set_id, position=f.position, url=f.url, wiki=s.wiki, dbname=s.dbname,
                      content=s.content, enabled=s.enabled, parallel=s.parallel, state=f.state, node=f.node_id,
-                     resume=Resume(f.pages, f.last_page_id, f.revisions), attempts=f.attempts,
+                     resume=_resume(f), attempts=f.attempts,
                      retry_at=_aware(f.retry_at), error=f.error, report=report, reported_at=_aware(f.reported_at),
                      finished_at=_aware(f.finished_at), namespaces=namespaces_of(s),
                      page_ids=members if s.kind == members_store.CATEGORY else None,
                      listed=s.kind != members_store.CATEGORY or s.members_digest is not None)
+
+
+def _resume(f: DumpFile) -> Resume:
+    return Resume(f.pages, f.last_page_id, f.revisions, f.part_page_id, f.part_revisions)
 
 
 def namespaces_of(s: WikiSet) -> tuple[int, ...] | None:
@@ -89,6 +93,7 @@ def save_files(session: Session, files: Mapping[str, FileState], before: Mapping
             continue
         row.state, row.node_id = f.state, f.node
         row.pages, row.last_page_id, row.revisions = f.resume.pages, f.resume.last_page_id, f.resume.revisions
+        row.part_page_id, row.part_revisions = f.resume.part_page_id, f.resume.part_revisions
         row.attempts, row.retry_at, row.reported_at, row.finished_at = (f.attempts, f.retry_at, f.reported_at,
                                                                         f.finished_at)
         row.error = None if f.error is None else f.error[:MAX_ERROR]

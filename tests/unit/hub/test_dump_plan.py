@@ -95,6 +95,19 @@ def test_reports_move_the_resume_point_forward_only_from_the_files_own_node():
     assert dump_plan.absorbed(before, {"n1": {}}, AT, retry) == before               # not started there yet
 
 
+@pytest.mark.parametrize("held, heard, kept", [
+    (Resume(10, 100, 50), Resume(10, 100, 2050, 104, 2000), "heard"),            # a long page's first part
+    (Resume(10, 100, 2050, 104, 2000), Resume(10, 100, 4050, 104, 4000), "heard"),   # its next part
+    (Resume(10, 100, 4050, 104, 4000), Resume(11, 104, 4100), "heard"),         # the page done
+    (Resume(10, 100, 4050, 104, 4000), Resume(10, 100, 2050, 104, 2000), "held"),    # an older report
+    (Resume(11, 104, 4100), Resume(10, 100, 4050, 104, 4000), "held"),
+])
+def test_a_resume_point_inside_a_long_page_only_moves_forward(held, heard, kept):
+    report = DumpReport("a", "reading", resume=heard)
+    out = dump_plan.absorbed(_reading(resume=held), {"n1": {"a": report}}, AT, retry)
+    assert out["a"].resume == (heard if kept == "heard" else held)
+
+
 def test_done_frees_the_node_and_the_next_file_starts():
     two = files(("a", "s", 0), ("b", "s", 1), parallel=1)
     out = dump_plan.placed(two, {"n1"}, AT)

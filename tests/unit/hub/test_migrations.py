@@ -8,7 +8,7 @@ from blackwidow import migrate
 from blackwidow.db import make_engine
 from blackwidow.models import Base
 
-HEAD = "0017"     # the newest migration in sql/migrations/versions
+HEAD = "0018"     # the newest migration in sql/migrations/versions
 
 
 def schema_drift(url: str) -> list:

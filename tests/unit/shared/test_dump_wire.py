@@ -21,7 +21,7 @@ def duty(**kw) -> dict:
     return {**DUTY.to_dict(), **kw}
 
 
-@pytest.mark.parametrize("value", [Resume(), Resume(3, 30, 9), Resume(1, 5)])
+@pytest.mark.parametrize("value", [Resume(), Resume(3, 30, 9), Resume(1, 5), Resume(3, 30, 2009, 41, 2000)])
 def test_resume_round_trip(value):
     assert Resume.from_dict(value.to_dict()) == value
 
@@ -83,6 +83,7 @@ def test_duty_errors_name_the_field(body, field):
 @pytest.mark.parametrize("body, field", [
     ({"pages": -1}, "pages"), ({"pages": 2}, "last_page_id"), ({"pages": 2, "last_page_id": -3}, "last_page_id"),
     ({"revisions": "many"}, "revisions"), ({"pages": 1.5, "last_page_id": 1}, "pages"),
+    ({"part_revisions": 2000}, "part_page_id"), ({"part_revisions": -1, "part_page_id": 4}, "part_revisions"),
 ])
 def test_resume_errors_name_the_field(body, field):
     with pytest.raises(ValidationError) as err:

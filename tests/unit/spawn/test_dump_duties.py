@@ -18,7 +18,7 @@ from spawn.dump_duties import DumpRunners, ended, expected_site
 from spawn.dump_rows import ExpectedSite
 from spawn.metrics import SpawnMetrics
 from spawn.node import Node
-from tests.unit.spawn.test_dump_ingest import dump_xml, pages
+from tests.unit.spawn.test_dump_ingest import dump_xml, page_xml, pages
 from tests.unit.spawn.test_node import FakeHub
 from tests.unit.spawn.test_registry import Harness, spec
 
@@ -131,6 +131,50 @@ def test_a_resumed_duty_skips_the_pages_written_and_counts_on_from_the_resume_po
     assert (report.state, report.resume) == ("done", Resume(10, 10, 30))       # cumulative, as if read here whole
     assert report.revisions_read == 18                                          # this run's figure
     assert page_ids(store) == set(range(5, 11))         # the pages another node wrote are not written again
+
+
+class HoldAfter:
+    """Passes `allowed` writes to a real store, then holds the next until `open` is set."""
+
+    def __init__(self, inner, allowed: int):
+        self.inner, self.allowed, self.held, self.open = inner, allowed, threading.Event(), threading.Event()
+
+    def write_pages(self, rows):
+        if self.allowed == 0:
+            self.held.set()
+            self.open.wait(10)
+        self.allowed -= 1
+        self.inner.write_pages(rows)
+
+
+@responses.activate
+def test_a_long_page_reports_its_written_parts_and_a_duty_resumes_after_them(store, runners_of):
+    responses.get(URL.format(1), body=dump_xml(page_xml(1, 3) + page_xml(2, 12) + page_xml(3, 3)),
+                  auto_calculate_content_length=True)
+    holding = HoldAfter(store, allowed=2)           # page 1, then page 2's first part of 5; its second waits
+    runners = runners_of(holding, batch=5)
+    runners.apply([duty(1)])
+    assert holding.held.wait(10)
+    assert runners.reports()["f1"].resume == Resume(1, 1, 8, part_page_id=2, part_revisions=5)
+    holding.open.set()
+    assert finished(runners, "f1").resume == Resume(3, 3, 18)
+
+    runners.stop()
+    resumed = runners_of(CountingStore(store), batch=5)
+    resumed.apply([duty(1, Resume(1, 1, 8, part_page_id=2, part_revisions=5))])
+    assert finished(resumed, "f1").resume == Resume(3, 3, 18)
+    assert resumed.store.written == [*range(205, 212), 300, 301, 302]   # type: ignore[attr-defined]
+
+
+class CountingStore:
+    """A real store that records the revision ids written through it."""
+
+    def __init__(self, inner):
+        self.inner, self.written = inner, []
+
+    def write_pages(self, rows):
+        self.inner.write_pages(rows)
+        self.written.extend(r.rev_id for page in rows for r in page)
 
 
 @responses.activate

@@ -11,6 +11,7 @@ import re
 import threading
 import time
 import zlib
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -20,11 +21,11 @@ import responses
 
 from shared.revisions.sqlite_store import SQLiteRevisionStore
 from shared.revisions.store import StoreError
-from spawn.dump_ingest import (Checkpoint, DumpIngest, DumpProgress, FileCheckpoint, FileProgress, eta,
-                               store_calls)
+from spawn.dump_ingest import Checkpoint, DumpIngest, DumpProgress, FileCheckpoint, FileProgress, eta
 from spawn.dump_rows import (DumpCorrupt, DumpError, DumpNotFound, DumpSchemaUnknown, DumpStalled, DumpWrongWiki,
                              ExpectedSite, check_schema, check_site, dump_size, sha1_hex, user_name)
 from spawn import dump_stream
+from spawn.dump_parse import WalkSpec, walk_here
 from spawn.dump_stream import compression
 
 WIKI = "gen.example.org"
@@ -422,16 +423,39 @@ def test_small_pages_are_written_together_up_to_the_batch(tmp_path, store):
     assert len(list(store.revisions(WIKI))) == 17
 
 
-@pytest.mark.parametrize("sizes, batch, calls", [
-    ([3, 2], 5, [[3, 2]]),
-    ([7], 5, [[5], [2]]),
-    ([10], 5, [[5], [5]]),
-    ([5], 5, [[5]]),
-    ([1], 5, [[1]]),
-])
-def test_store_calls(sizes, batch, calls):
-    group = [[object()] * n for n in sizes]
-    assert [[len(rows) for rows in call] for call in store_calls(group, batch)] == calls  # type: ignore[arg-type]
+@both_walks
+def test_a_crash_inside_a_long_page_resumes_after_its_written_parts(walk, tmp_path, store):
+    path = tmp_path / "d.xml.bz2"
+    path.write_bytes(bz2.compress(dump_xml(pages(1, 2, revisions=2) + page_xml(3, 12) + pages(4, 1)).encode()))
+    crashing = CrashingStore(store, allowed=2)      # pages 1-2 with the first part of page 3, the second part dies
+    with pytest.raises(KeyboardInterrupt):
+        ingest([path], crashing, tmp_path, session_factory=walk, checkpoint_every=0.0, batch=5).run()
+    assert crashing.calls == [[2, 2], [5]]
+    cp = Checkpoint(tmp_path / "cp.json").of(str(path))
+    assert (cp.pages, cp.last_page_id, cp.part_page_id, cp.part_revisions, cp.revisions) == (2, 2, 3, 5, 9)
+
+    resumed = CrashingStore(store, allowed=-1)
+    assert ingest([path], resumed, tmp_path, session_factory=walk, batch=5).run()
+    assert resumed.calls == [[5], [2], [3]]         # page 3's second and last parts, then page 4
+    assert resumed.written == [*range(305, 312), 400, 401, 402]
+    assert Checkpoint(tmp_path / "cp.json").of(str(path)) == FileCheckpoint(True, 4, 4, 19)
+    assert len(list(store.revisions(WIKI))) == 19
+
+
+def test_a_long_page_is_handed_over_in_parts_never_whole(tmp_path):
+    """The walk never holds more than a part of a page's history: each part is built as it is handed over."""
+    path = tmp_path / "d.xml"
+    path.write_text(dump_xml(page_xml(1, 12) + page_xml(2, 5)))
+    built: list[int] = []
+    spec = WalkSpec(str(path), WIKI, part=5)
+    with walk_here(spec, requests.Session(), lambda n: None) as (_, walked):
+        for parsed in walked:
+            built.append(len(parsed.rows))
+            assert sum(built) == parsed.offset + len(parsed.rows) + (12 if parsed.page_id == 2 else 0)
+    assert built == [5, 5, 2, 5]
+    with walk_here(replace(spec, part_page_id=1, part_revisions=10), requests.Session(), lambda n: None) as (_, w):
+        assert [(p.page_id, p.offset, p.last, [r.rev_id for r in p.rows]) for p in w] == [
+            (1, 10, True, [110, 111]), (2, 0, True, [200, 201, 202, 203, 204])]
 
 
 def test_checkpoint_is_replaced_atomically(tmp_path):
