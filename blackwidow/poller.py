@@ -471,7 +471,7 @@ def _poll_node(client: SpawnClient, node: store.NodeView, ids: list[str], leases
                                dumps=dumps.files, catch_up=dumps.catch_up, members=dumps.members))
             return poll_pages.Merged(whole, {s.id: s for s in whole.subscriptions}, None,
                                      clock_check.narrowest(readings))
-        answers.append(poll_pages.sharing_specs(answer, specs))
+        answers.append(poll_pages.sharing_snapshot(answer, specs))
         try:
             if not poll_pages.more(index, len(pages), answer, after):
                 merged = poll_pages.merged(answers, known.statuses if known is not None else None)

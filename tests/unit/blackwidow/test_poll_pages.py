@@ -142,14 +142,19 @@ def test_a_poll_names_what_is_assigned_and_the_copies_the_hub_will_drop_itself()
 def test_reported_specs_equal_to_the_snapshots_share_its_field_dict():
     from blackwidow.store.coordination import SubscriptionView
     from shared.wire import SubscriptionSpec
-    spec = SubscriptionSpec(id="a", source_uuid="s", tenant_id="t", wiki="w", title="A")
-    subs = {"a": SubscriptionView("a", spec, True, "running", "n", 0, None, None)}
-    same = SubscriptionStatus("a", "running", spec=spec.to_dict())
-    other = SubscriptionStatus("a", "running", spec={**spec.to_dict(), "quota": 5})
+    spec = SubscriptionSpec(id="sub-a", source_uuid="s", tenant_id="t", wiki="w", title="A")
+    subs = {"sub-a": SubscriptionView("sub-a", spec, True, "running", "n", 0, None, None, page_key="page-1")}
+    # built at run time, as a parsed answer's strings are: equal to the snapshot's, not the same objects
+    same = SubscriptionStatus("".join(["sub-", "a"]), "running", spec=spec.to_dict(),
+                              page_key="".join(["page-", "1"]))
+    other = SubscriptionStatus("sub-a", "running", spec={**spec.to_dict(), "quota": 5})
     unknown = SubscriptionStatus("z", "running", spec={"id": "z"})
-    shared = poll_pages.sharing_specs(answer(), subs)
+    shared = poll_pages.sharing_snapshot(answer(), subs)
     assert shared.subscriptions == ()
     report = StatusReport(node_id="n", boot_id="b", attached=True, subscriptions=(same, other, unknown))
-    out = poll_pages.sharing_specs(report, subs).subscriptions
+    out = poll_pages.sharing_snapshot(report, subs).subscriptions
     assert out == (same, other, unknown)                     # equal by value, as reported
     assert out[0].spec is vars(spec) and out[1].spec is other.spec and out[2].spec is unknown.spec
+    # the snapshot's own strings, not the parsed copies
+    assert out[0].id is subs["sub-a"].id and out[0].page_key is subs["sub-a"].page_key
+    assert same.id is not subs["sub-a"].id and same.page_key is not subs["sub-a"].page_key
