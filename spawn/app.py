@@ -3,6 +3,7 @@ BW_* inside the gunicorn worker (after the fork) and starts the background threa
 import logging
 import threading
 from functools import partial
+from pathlib import Path
 
 import falcon
 
@@ -66,9 +67,11 @@ def build_node(config: SpawnConfig, *, store: RevisionStore, metrics: SpawnMetri
                         clock_skew_s=config.max_clock_skew_s)
     hub = HubClient(make_session(config.user_agent, pool_size=2), config.hub_url, config.node_secret,
                     timeout=(5.0, 10.0))
+    # a census's listing goes to a file per shard under the data directory: a node holds one shard's at a time
+    catch_up = CatchUpReaders(wikis.client, store, spill=Path(config.data_dir) / "census")
     return Node(registry, hub, advertise_url=config.advertise_url, detach_after_s=config.detach_after_s,
                 metrics=metrics, budgets=budgets, feeds=feeds, followed=wikis.followed, dumps=dumps,
-                catch_up=CatchUpReaders(wikis.client, store), members=MembersReaders(wikis.client))
+                catch_up=catch_up, members=MembersReaders(wikis.client))
 
 
 _lock = threading.Lock()

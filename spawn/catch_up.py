@@ -25,6 +25,7 @@ import logging
 import threading
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Callable, Iterator, Mapping, Sequence
 
 from shared.census_wire import CensusReport
@@ -33,6 +34,7 @@ from shared.hashing import wiki_key
 from shared.revisions.model import Revision
 from shared.revisions.store import RevisionStore
 from spawn.budget_rules import BACKFILL
+from spawn import census_listing
 from spawn.census import Census
 from spawn.census import due as census_due
 from spawn.completeness import Hide
@@ -118,8 +120,10 @@ def past_edge(pages: Sequence[Sequence[Revision]], position: datetime, edge: fro
 class CatchUpReader:
     """One set's catch-up. Thread-safe: the poll thread reads report() while its own thread reads the wiki."""
 
-    def __init__(self, duty: CatchUpDuty, client: MediaWikiClient, store: RevisionStore):
+    def __init__(self, duty: CatchUpDuty, client: MediaWikiClient, store: RevisionStore,
+                 spill: Path | None = None):
         self.duty, self.client, self.store = duty, client, store
+        self.spill = spill          # where a census's listing goes by shard (None: kept in memory)
         self.wiki = wiki_key(duty.wiki)
         self.demand = Demand(BACKFILL, duty.tenants)
         self._position = parse_time(duty.position or duty.since)
@@ -158,6 +162,15 @@ class CatchUpReader:
                                  census=self._census_report)
 
     def _run(self) -> None:
+        try:
+            self._read()
+        finally:
+            with self._lock:
+                census = self._census
+            if census is not None:
+                census.close()          # a census cut short leaves no listing behind
+
+    def _read(self) -> None:
         while not self._stop.is_set():
             try:
                 more = self.read_once() or self.census_step()
@@ -222,7 +235,8 @@ class CatchUpReader:
                     now=now, after=after, finished_at=None if done is None else done.finished_at,
                     every_s=duty.census_every_s):
                 return False
-            census = Census(self.wiki, cut, duty.census_shards, now, namespaces=duty.namespaces, content=duty.content)
+            census = Census(self.wiki, cut, duty.census_shards, now, namespaces=duty.namespaces, content=duty.content,
+                            spill=self.spill)
             with self._lock:
                 self._census = census       # a step that fails is taken again, not the census started over
                 self._census_report = census.report()
@@ -306,8 +320,12 @@ class CatchUpReader:
 class CatchUpReaders:
     """The catch-ups this node runs, as the hub's duties say; a detach stops them all."""
 
-    def __init__(self, client_for: ClientFor, store: RevisionStore, *, join_s: float = JOIN_S):
+    def __init__(self, client_for: ClientFor, store: RevisionStore, *, join_s: float = JOIN_S,
+                 spill: Path | None = None):
         self._client_for, self.store, self.join_s = client_for, store, join_s
+        self.spill = spill
+        if spill is not None:
+            census_listing.clear(spill)
         self._readers: dict[str, CatchUpReader] = {}
         self._lock = threading.Lock()
 
@@ -322,7 +340,7 @@ class CatchUpReaders:
                 if set_id in self._readers:
                     self._readers[set_id].retune(duty)
                 else:
-                    reader = CatchUpReader(duty, self._client_for(duty.wiki, duty.identity), self.store)
+                    reader = CatchUpReader(duty, self._client_for(duty.wiki, duty.identity), self.store, self.spill)
                     self._readers[set_id] = reader
                     reader.start()
                     logger.info("catch_up.started", extra={"set_id": set_id, "from": duty.position or duty.since})

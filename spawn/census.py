@@ -11,20 +11,23 @@ cut, writes what is missing (`prop=revisions&revids=`, 50 a request) and counts 
 The work is cut into steps so that the catch-up reader, which runs it between its own reads, still reads what is
 new every interval: a step is a batch of listing requests, or one shard's comparison and repair.
 
-Pure parts (`due`, `compare`, `proof`) are table-tested; `Census` holds the listing in memory, packed: 8 bytes a
-revision id and about 200 bytes a page (measured), so a wiki of 10 million revisions on a million pages needs
-some 300 MB on the reading node.
+Pure parts (`due`, `compare`, `proof`) are table-tested. `Census` keeps the listing by shard (spawn.census_listing):
+in memory, packed (8 bytes a revision id and about 200 bytes a page, measured: some 300 MB for 10 million revisions
+on a million pages), or, given a directory, spilled to a file per shard, so that the node holds one shard's
+listing at a time.
 """
 from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Callable, Collection, Mapping
 
-from shared.census_wire import MAX_IDS, CensusReport, ShardProof, shard_of
+from shared.census_wire import MAX_IDS, CensusReport, ShardProof
 from shared.dump_wire import wire_time
 from shared.revisions.store import RevisionStore
+from spawn.census_listing import Listing
 from spawn.mediawiki import MAX_TITLES, BadResponse, MediaWikiClient, api_timestamp, listed
 
 LIST_BATCH = 20         # listing requests per step
@@ -93,13 +96,19 @@ class Census:
     started_at: datetime
     namespaces: tuple[int, ...] | None = None
     content: bool = False
-    listed: dict[int, array] = field(default_factory=dict)       # page id -> its revision ids (int64)
+    spill: Path | None = None               # where the listing goes by shard (None: kept in memory)
     cont: dict | None = field(default_factory=dict)        # None once the listing is whole
     proofs: dict[int, ShardProof] = field(default_factory=dict)
     requests: int = 0
     listed_count: int = 0                   # ids listed so far: counted as they come, not summed per report
     finished_at: datetime | None = None
-    _by_shard: dict[int, dict[int, array]] | None = None
+
+    def __post_init__(self) -> None:
+        self.listing = Listing(self.shards, self.spill)
+
+    def close(self) -> None:
+        """Let go of the listing (its files, when spilled): the census ended, or its reader stopped."""
+        self.listing.close()
 
     def step(self, client: MediaWikiClient, store: RevisionStore, now: Callable[[], datetime],
              **kw) -> bool:
@@ -108,17 +117,13 @@ class Census:
         if self.cont is not None:
             self._list(client, **kw)
             return True
-        if self._by_shard is None:
-            self._by_shard = {s: {} for s in range(self.shards)}
-            for page_id, ids in self.listed.items():
-                self._by_shard[shard_of(page_id, self.shards)][page_id] = ids
         left = [s for s in range(self.shards) if s not in self.proofs]
         if left:
-            self.proofs[left[0]] = self._prove(left[0], self._by_shard[left[0]], client, store, **kw)
+            self.proofs[left[0]] = self._prove(left[0], self.listing.shard(left[0]), client, store, **kw)
         if len(self.proofs) < self.shards:
             return True
         self.finished_at = now()
-        self.listed, self._by_shard = {}, None
+        self.close()
         return False
 
     def report(self) -> CensusReport:
@@ -137,9 +142,8 @@ class Census:
                 return
             pages, more = client.query({**params, **self.cont}, parse=parse_listing, **kw)
             self.requests += 1
-            for page_id, ids in pages.items():
-                self.listed.setdefault(page_id, array("q")).extend(ids)
-                self.listed_count += len(ids)
+            self.listing.add(pages)
+            self.listed_count += sum(len(ids) for ids in pages.values())
             self.cont = more
 
     def _prove(self, shard: int, listed: Mapping[int, array], client: MediaWikiClient,

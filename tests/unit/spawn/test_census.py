@@ -1,6 +1,7 @@
 """spawn.census: the proof, shard by shard, that a set's stored history equals the wiki's. Pure rules by table;
 the steps against answers in MediaWiki 1.39's shape (`responses` stands in for the wiki), the SQLite store real."""
 import json
+import time
 from datetime import datetime, timedelta, timezone
 from urllib.parse import parse_qs, urlsplit
 
@@ -93,8 +94,9 @@ def stored(store, page_id: int, *revs: dict) -> None:
                  for r in revs])
 
 
+@pytest.mark.parametrize("spilled", [False, True])
 @responses.activate
-def test_a_census_lists_compares_repairs_and_proves_each_shard(store):
+def test_a_census_lists_compares_repairs_and_proves_each_shard(store, tmp_path, spilled):
     stored(store, 1, rev(11, 0, "2026-01-01T00:00:00Z"), rev(13, 11, "2026-02-01T00:00:00Z"))
     stored(store, 2, rev(12, 0, "2026-01-02T00:00:00Z"))
     stored(store, 4, rev(40, 0, "2026-01-03T00:00:00Z"), rev(41, 40, "2026-01-04T00:00:00Z"))
@@ -113,7 +115,8 @@ def test_a_census_lists_compares_repairs_and_proves_each_shard(store):
         return 200, {}, json.dumps(repairs)
     responses.add_callback(responses.GET, API, callback=answer_for, content_type="application/json")
 
-    census = Census(WIKI, CUT, 4, T0)
+    spill = tmp_path / "census"
+    census = Census(WIKI, CUT, 4, T0, spill=spill if spilled else None)
     steps = 0
     while census.step(client(), store, lambda: CUT + timedelta(minutes=5)):
         steps += 1
@@ -132,6 +135,7 @@ def test_a_census_lists_compares_repairs_and_proves_each_shard(store):
     assert [r.rev_id for r in store.history(WIKI, 3)] == [15] and 14 in [r.rev_id for r in store.history(WIKI, 2)]
     # two listing requests, and a repair request per shard with something missing
     assert report.requests == len(asked) == 2 + len({by_page_shard[2], by_page_shard[3]})
+    assert not spill.exists() or list(spill.iterdir()) == []      # a finished census leaves no listing
 
 
 @responses.activate
@@ -154,6 +158,27 @@ def test_the_catch_up_reader_runs_its_census_once_caught_up_and_reports_it(store
     assert [s.proven for s in census.shards] == [True, True] and sum(s.wiki for s in census.shards) == 1
     # done: not again before its interval, though the hub's duty (not yet told) says "at once"
     assert reader.census_step() is False and reader.report().census == census
+
+
+@responses.activate
+def test_a_reader_stopped_in_the_middle_of_a_census_leaves_no_listing_behind(store, tmp_path):
+    def answer_for(request):
+        q = {k: v[0] for k, v in parse_qs(urlsplit(request.url).query).items()}
+        if q.get("list") == "allrevisions":         # a listing that goes on and on
+            return 200, {}, json.dumps(ids_answer({1: [11]}, "more"))
+        return 200, {}, json.dumps(answer([], None, now="2026-03-01T12:00:00Z"))
+    responses.add_callback(responses.GET, API, callback=answer_for, content_type="application/json")
+
+    spill = tmp_path / "census"
+    reader = CatchUpReader(duty(census_shards=2), client(), store, spill)
+    reader.start()
+    deadline = time.monotonic() + 10
+    while not (spill.exists() and any(spill.iterdir())) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert reader.report().census is not None and any(spill.iterdir())
+    reader.stop()
+    reader.join(5)
+    assert list(spill.iterdir()) == []
 
 
 def test_no_census_without_shards_or_before_caught_up(store):
