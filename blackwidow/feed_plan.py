@@ -19,8 +19,9 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Iterable, Mapping
 
+from blackwidow import router
 from shared.feed_wire import CHECK, REVISIONS, VISIBILITY, FeedDuty, FeedReport, Hides, Nudge, joined, stronger
-from shared.hashing import source_uuid, stable_hash
+from shared.hashing import source_uuid
 
 # Nudges one poll carries to one node (about 100 bytes each); the rest wait for the next poll
 MAX_NUDGES_PER_POLL = 5_000
@@ -83,7 +84,7 @@ def reader_for(wiki: str, live: Iterable[str], current: str | None = None,
     if not nodes:
         return None
     waiting, held = waiting or {}, held or {}
-    base = current if current in nodes else max(nodes, key=lambda node: stable_hash(f"feed\n{wiki}\n{node}"))
+    base = current if current in nodes else router.node_for(f"feed\n{wiki}", nodes, router.RENDEZVOUS)
 
     def far_busier(than: str) -> str | None:
         busiest = max(nodes, key=lambda node: (waiting.get(node, 0), node == than, node))
