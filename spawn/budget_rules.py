@@ -15,6 +15,10 @@ FRESH, BACKFILL = "fresh", "backfill"
 # a wiki's change feed read: first in line on its node, since one read finds the work of the whole cluster,
 # but reported to the hub as backfill demand, so that it never makes another node give its slot back
 FEED = "feed"
+# freshness goes first, but never for good: after this many freshness-lane requests in a row while backfill waited,
+# the next goes to backfill. A wiki whose watched pages change all the time still catches up, bootstraps and
+# backfills, at a fifth of the node's share of the identity at least.
+FRESH_RUN = 4
 # a request needs at least this long before its window closes, or it waits for the next window:
 # one cut short at once would only be aborted and sent again
 MIN_REQUEST_S = 0.5
@@ -126,21 +130,36 @@ def tenant_weight(weights: Mapping[str, float], tenant: str) -> float:
     return max(weights.get(tenant, 1.0), 1e-6)
 
 
-def pick(waiting: Iterable[Ticket], served: Mapping[str, float], weights: Mapping[str, float]) -> Ticket | None:
-    """Who gets the next slot: a feed read, else the longest-waiting freshness-lane source, else the backfill
-    source whose least-served tenant has the lowest service per weight (weighted fair queueing; a source
-    shared by several tenants stands in line for each), oldest first among equals."""
+def pick(waiting: Iterable[Ticket], served: Mapping[str, float], weights: Mapping[str, float],
+         passed_over: int = 0) -> Ticket | None:
+    """Who gets the next slot: a feed read, else the longest-waiting freshness-lane source (unless backfill waits
+    and `passed_over`, the freshness requests started in a row while it waited, reached FRESH_RUN), else the
+    backfill source whose least-served tenant has the lowest service per weight (weighted fair queueing; a
+    source shared by several tenants stands in line for each), oldest first among equals."""
     tickets = list(waiting)
-    for lane in (FEED, FRESH):
-        first = [t for t in tickets if t.lane == lane]
-        if first:
-            return min(first, key=lambda t: t.seq)
+    feed = [t for t in tickets if t.lane == FEED]
+    if feed:
+        return min(feed, key=lambda t: t.seq)
+    fresh = [t for t in tickets if t.lane == FRESH]
+    tickets = [t for t in tickets if t.lane == BACKFILL]
+    if fresh and (not tickets or passed_over < FRESH_RUN):
+        return min(fresh, key=lambda t: t.seq)
     if not tickets:
         return None
 
     def virtual(t: Ticket) -> float:
         return min((served.get(x, 0.0) / tenant_weight(weights, x) for x in t.tenants), default=0.0)
     return min(tickets, key=lambda t: (virtual(t), t.seq))
+
+
+def passed_over(before: int, started: Ticket, waiting: Iterable[Ticket]) -> int:
+    """pick()'s `passed_over` after `started` started while `waiting` still wait: one more for a freshness
+    request that went before backfill, 0 once backfill starts or none waits (a feed read changes nothing)."""
+    if started.lane == FEED:
+        return before
+    if started.lane == FRESH and any(t.lane == BACKFILL for t in waiting):
+        return before + 1
+    return 0
 
 
 def charge(served: Mapping[str, float], ticket: Ticket, sign: float = 1.0) -> dict[str, float]:

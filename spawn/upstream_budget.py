@@ -60,6 +60,7 @@ class IdentityBudget:
         self._in_flight: dict[int, rules.Ticket] = {}    # by seq: a source with a request out wants the slot too
         self._starts: deque[tuple[float, rules.Ticket]] = deque()    # backfill starts within the cycle
         self._served: dict[str, float] = {}                # their cost per tenant
+        self._passed_over = 0                               # freshness starts in a row while backfill waited
         self.requests = 0
         self.throttled = 0
         self.busy_s = 0.0
@@ -196,7 +197,8 @@ class IdentityBudget:
                     now = self._clock()
                     gate = rules.gate(self._usable(ticket), self._local, now, self.skew_s, self.identity)
                     if gate.granted and rules.pick(self._eligible(), self._cluster_served(now),
-                                                   self.budget.weights if self.budget else {}) is ticket:
+                                                   self.budget.weights if self.budget else {},
+                                                   self._passed_over) is ticket:
                         break
                     reason = gate.reason or f"queued for a slot of {self.identity}"
                     if self.pause_reason and self._local.paused_until is not None and self._local.paused_until > now:
@@ -207,6 +209,7 @@ class IdentityBudget:
                     self._cond.wait(min(gate.wait_s, MAX_WAIT_S) if not gate.granted else MAX_WAIT_S)
             finally:
                 del self._waiting[ticket.seq]
+            self._passed_over = rules.passed_over(self._passed_over, ticket, self._eligible())
             self._served = rules.charge(self._served, ticket)
             if ticket.lane == BACKFILL:
                 self._starts.append((now, ticket))

@@ -3,8 +3,8 @@ import math
 import pytest
 
 from shared.wire import Budget, Window
-from spawn.budget_rules import (BACKFILL, FEED, FRESH, Local, Ticket, charge, cluster_served, demand, drains,
-                                extended, gate, held_until, may_release, pick)
+from spawn.budget_rules import (BACKFILL, FEED, FRESH, FRESH_RUN, Local, Ticket, charge, cluster_served, demand,
+                                drains, extended, gate, held_until, may_release, passed_over, pick)
 
 SKEW = 0.5
 W1 = Window(100.0, 160.0, 1, 2.0)
@@ -97,6 +97,38 @@ PICKS = [
 def test_pick(waiting, served, weights, expected):
     chosen = pick(waiting, served, weights)
     assert (chosen.seq if chosen else None) == expected
+
+
+@pytest.mark.parametrize("waiting, passed, expected", [
+    ([t(1, BACKFILL, "a"), t(2, FRESH, "b")], FRESH_RUN - 1, 2),       # freshness first ...
+    ([t(1, BACKFILL, "a"), t(2, FRESH, "b")], FRESH_RUN, 1),           # ... until backfill was passed over enough
+    ([t(2, FRESH, "b"), t(3, FRESH, "c")], FRESH_RUN + 3, 2),          # nothing else waits: freshness
+    ([t(1, BACKFILL, "a"), t(2, FRESH, "b"), t(3, FEED, "c")], FRESH_RUN, 3),     # a feed read still first
+])
+def test_freshness_goes_first_but_backfill_is_never_passed_over_for_good(waiting, passed, expected):
+    assert pick(waiting, {}, {}, passed).seq == expected
+
+
+@pytest.mark.parametrize("before, started, waiting, after", [
+    (0, t(2, FRESH, "b"), [t(1, BACKFILL, "a")], 1),
+    (3, t(2, FRESH, "b"), [t(1, BACKFILL, "a"), t(4, FRESH, "b")], 4),
+    (3, t(2, FRESH, "b"), [t(4, FRESH, "b")], 0),                       # no backfill waited
+    (4, t(1, BACKFILL, "a"), [t(2, FRESH, "b")], 0),                    # backfill had its turn
+    (2, t(3, FEED, "c"), [t(1, BACKFILL, "a")], 2),                     # a feed read counts for nothing
+])
+def test_what_counts_as_passing_backfill_over(before, started, waiting, after):
+    assert passed_over(before, started, waiting) == after
+
+
+def test_under_endless_freshness_work_backfill_gets_one_request_in_five():
+    served, passed, lanes = {}, 0, []
+    backfill = t(0, BACKFILL, "a")
+    for seq in range(1, 101):
+        waiting = [backfill, t(seq, FRESH, "b")]
+        chosen = pick(waiting, served, {}, passed)
+        lanes.append(chosen.lane)
+        passed = passed_over(passed, chosen, [w for w in waiting if w is not chosen])
+    assert lanes.count(BACKFILL) == 100 // (FRESH_RUN + 1) and lanes[:FRESH_RUN + 1][-1] == BACKFILL
 
 
 def test_weighted_fair_queueing_shares_backfill_requests_by_weight():

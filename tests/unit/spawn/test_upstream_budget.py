@@ -123,6 +123,13 @@ def test_the_freshness_lane_goes_first_and_backfill_follows_the_weights():
     assert [name.split("-")[1] for name in order[1:5]].count("heavy") == 3
 
 
+def test_endless_freshness_work_still_lets_backfill_start_every_fifth_request():
+    ib = IdentityBudget("h", skew_s=SKEW)
+    demands = {f"fresh{i}": Demand(FRESH, ("t",)) for i in range(12)}
+    order = queue_order(ib, {"backfill": Demand(BACKFILL, ("t",)), **demands}, budget())
+    assert order.index("backfill") == 4
+
+
 def test_the_backfill_queue_counts_what_the_other_nodes_served_and_reports_its_own():
     ib = IdentityBudget("h", skew_s=SKEW)
     # equal weights, but the other nodes served heavy 3 requests more: light goes first here
