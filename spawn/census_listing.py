@@ -55,8 +55,8 @@ class Listing:
         pairs = array("q")
         path = self._path(shard)
         if path.exists():
-            with open(path, "rb") as f:
-                pairs.frombytes(f.read())
+            with open(path, "rb") as f:          # straight into the array: no copy of the file's bytes
+                pairs.fromfile(f, path.stat().st_size // pairs.itemsize)
         out: dict[int, array] = {}
         for i in range(0, len(pairs), 2):
             out.setdefault(pairs[i], array("q")).append(pairs[i + 1])

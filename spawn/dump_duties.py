@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from dataclasses import asdict
 from typing import Callable, Sequence
 from urllib.parse import urlsplit
 
@@ -43,6 +44,11 @@ def ended(state: str, stopped: bool, error: str | None) -> tuple[str, str | None
     return FAILED, error or f"the ingest ended in state {state!r}"
 
 
+def resumed_at(cp: FileCheckpoint) -> Resume:
+    """The hub's resume point of a file: its checkpoint, which holds the same fields and whether it is done."""
+    return Resume(**{k: v for k, v in asdict(cp).items() if k != "done"})
+
+
 class DumpRunner:
     """One file's ingest on a thread of its own. Thread-safe: the poll thread reads report() while it runs."""
 
@@ -65,9 +71,7 @@ class DumpRunner:
     def _ingest(self, store: RevisionStore, http: Session | None, batch: int,
                 session_factory: Callable[[], Session] | None) -> DumpIngest:
         duty, r = self.duty, self.duty.resume
-        checkpoint = Checkpoint(None, {duty.url: FileCheckpoint(pages=r.pages, last_page_id=r.last_page_id,
-                                                                revisions=r.revisions, part_page_id=r.part_page_id,
-                                                                part_revisions=r.part_revisions)})
+        checkpoint = Checkpoint(None, {duty.url: FileCheckpoint(**asdict(r))})
         ingest = DumpIngest([duty.url], wiki=wiki_key(duty.wiki), store=store, checkpoint=checkpoint, http=http,
                             expected=expected_site(duty), content=duty.content, batch=batch, stop=self._stop,
                             namespaces=duty.namespaces, page_ids=duty.page_ids, session_factory=session_factory)
@@ -118,8 +122,7 @@ class DumpRunner:
         progress = self.ingest.progress
         elapsed = max((progress.finished or time.monotonic()) - progress.started, 1e-9)
         return DumpReport(file_id=self.duty.file_id, state=state,
-                          resume=Resume(cp.pages, cp.last_page_id, cp.revisions, cp.part_page_id,
-                                        cp.part_revisions), bytes_read=fp.bytes_read,
+                          resume=resumed_at(cp), bytes_read=fp.bytes_read,
                           bytes_total=fp.bytes_total, revisions_read=fp.revisions_read,
                           revisions_per_s=max(fp.revisions_written - self.duty.resume.revisions, 0) / elapsed,
                           bytes_per_s=fp.bytes_read / elapsed, error=error)
