@@ -39,6 +39,8 @@ class SchedulerMetrics:
                                "modulo has moved (1: no move under way)", registry=r)
         self.move_step = Gauge("bw_hub_move_step_keys", "Route keys the next tick of a move may move",
                                registry=r)
+        self.takeover_pending = Gauge("bw_hub_takeover_pending_nodes", "Live nodes a scheduler that took over has "
+                                      "not yet polled and looked at (0: no takeover under way)", registry=r)
         self.leader = Gauge("bw_hub_scheduler_leader", "1 while this scheduler process holds the lock", registry=r)
         self.feed_lag = Gauge("bw_hub_feed_lag_seconds", "Seconds between now and a wiki's feed watermark (every "
                               "change before it was read and delivered)", ["wiki"], registry=r)

@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from typing import Callable, Mapping
 
 from blackwidow import (dump_tick, feed_plan, feed_tick, fencing, poll_pages, rebalance, reload, router, sends,
-                        tick_scope)
+                        takeover, tick_scope)
 from blackwidow.decide import Decision, Polled, Rules, Settlement, decide, liveness, settle
 from blackwidow.store import changes, feeds as feeds_store, identities, scheduler_state
 from blackwidow.upstream import clock_check, rounds as upstream_rounds, tick as upstream_tick
@@ -71,6 +71,8 @@ class PollerState:
     paced: rebalance.Routing | None = None
     bands: rebalance.BandIndex | None = None
     cost: rebalance.Cost = field(default_factory=rebalance.Cost)     # what ticks take, to size paced steps
+    # the nodes this scheduler has not yet taken over (blackwidow.takeover); None: none or no takeover
+    taking_over: takeover.Takeover | None = None
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,7 @@ class TickResult:
     reasons: Mapping[str, int] = field(default_factory=dict)     # puts and drops by reason (reload.Plan)
     looked_at: int | None = None     # subscriptions a scoped tick looked at (None: every one; tick_scope)
     nudged: frozenset[str] = frozenset()     # nodes that took change-feed nudges this tick
+    pending: int = 0                 # live nodes still to take over after this tick (blackwidow.takeover)
 
 
 def budget_nodes(state: PollerState, live: frozenset[str], config: HubConfig) -> frozenset[str]:
@@ -139,6 +142,7 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
             state.fence = fencing.claim(session, holder_id(), at)
             state.cache = None            # an earlier leader may have written anything
             state.carry = None
+            state.taking_over = None
             state.feed.feeds = None
             state.paced, state.bands = scheduler_state.routing(session), None
             logger.info("scheduler.epoch", extra={"epoch": state.fence.epoch})
@@ -154,6 +158,7 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
     before_feeds = dict(state.feed.feeds)       # as the tick began: it writes the feeds that changed
     live = sorted((n for n in snap.nodes.values() if n.state == store.LIVE), key=lambda n: n.id)
     live_ids = frozenset(n.id for n in live)
+    taking, skipped, written = _take_over(state, snap, live_ids, leasing.leased_tenants(before), written, config)
     stages.end("load")
     leases = leasing.plan_grants(before, snap, live_ids, leasing.params_for(config), at.timestamp(), state.quota)
     trusted = budget_nodes(state, live_ids, config)
@@ -175,8 +180,8 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
     # a reader on a node left out of the budgets for its clock would never read: readers go to the others
     feeds = feed_tick.plan_round(state.feed, snap, state.cache.seq, state.uses, trusted, config, at, held)
     dumps = dump_tick.plan(dumps_loaded, live_ids, at, config)
-    polled = _poll_nodes(spawn_client, live, snap, metrics, leases, budgets, paging, state.reports, feeds,
-                         candidates=state.carry, dumps=dumps.parts)
+    polled = _poll_nodes(spawn_client, [n for n in live if n.id not in skipped], snap, metrics, leases, budgets,
+                         paging, state.reports, feeds, candidates=state.carry, dumps=dumps.parts)
     stages.end("polls")
     dumped = dump_tick.read(dumps, polled.reports, at, Rules.of(config))
     # the changes the readers reported go to their nodes now, not a poll later
@@ -187,14 +192,14 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
     state.clocks = {nid: c for nid, c in state.clocks.items() if nid in live_ids and nid not in polled.reports} | \
         dict(polled.clocks)
     state.uses = {nid: r.identities for nid, r in polled.reports.items()} | \
-        {nid: use for nid, use in state.uses.items() if nid in polled.failed}
+        {nid: use for nid, use in state.uses.items() if nid in polled.failed or nid in skipped}
     state.sent = {nid: held for nid, held in state.sent.items() if nid in live_ids}
     for nid in polled.reports:
         state.sent[nid] = upstream_rounds.delivered(state.sent.get(nid, {}), upstream_tick.budgets_for(budgets, nid))
     rules = Rules.of(config)
     after_polls = liveness(snap, polled, rules)[1]
     pace = _pace(state, snap, after_polls, rules, config)
-    scope = _scope(state, snap, polled, after_polls, leasing.leased_tenants(before), written, pace, rules)
+    scope = _scope(state, snap, polled, after_polls, leasing.leased_tenants(before), written, pace, rules, taking)
     decision = decide(snap, polled, leases, rules, at,
                       previous_live=state.routed_nodes if state.routed_nodes is not None else live_ids,
                       memory=state.quota, scope=scope, paced=pace.routing if pace is not None else None)
@@ -234,16 +239,22 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
     except fencing.LeadershipLost:
         state.cache = None
         state.carry = None
+        state.taking_over = None
         state.feed.feeds = None
         raise
     except Exception:
         # sends already happened; the next tick adopts what the nodes report
         state.cache = None
         state.carry = None
+        state.taking_over = None
         state.feed.feeds = None
         metrics.tick_errors.inc()
         logger.exception("tick.record_failed")
     stages.end("record")
+    if state.taking_over is not None:
+        state.taking_over = takeover.after(state.taking_over, taking, decision.live)
+        if state.taking_over is None:
+            logger.info("scheduler.taken_over", extra={"nodes": len(decision.live)})
     state.routed_nodes = decision.live
     if pace is not None:
         # what was sent routes so, written or not: a whole next tick must not move a band back
@@ -259,18 +270,22 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
     metrics.adoptions.inc(len(plan.adopts))
     metrics.nodes_removed.inc(len(decision.nodes.dead))
     metrics.live_nodes.set(len(decision.live))
-    result = TickResult(polled=len(live), failed=tuple(sorted(polled.failed)), removed=decision.nodes.dead,
+    result = TickResult(polled=len(live) - len(skipped), failed=tuple(sorted(polled.failed)),
+                        removed=decision.nodes.dead,
                         live=tuple(sorted(decision.live)), kind=plan.kind,
                         sent=sum(o.ok for o in puts), send_failures=sum(not o.ok for o in puts),
                         dropped=sum(o.ok for o in drops), drop_failures=sum(not o.ok for o in drops),
                         adopted=len(plan.adopts), seconds=time.monotonic() - started, stages=stages.seconds,
                         reasons=plan.reasons, looked_at=len(scope) if scope is not None else None,
-                        nudged=frozenset(n for nodes in pushed.values() for n in nodes))
-    state.cost = rebalance.measure(state.cost, result.seconds, len(outcomes), whole=scope is None,
+                        nudged=frozenset(n for nodes in pushed.values() for n in nodes),
+                        pending=len(state.taking_over.pending) if state.taking_over is not None else 0)
+    # a takeover's ticks read whole reports: they measure neither what a tick costs nor what a move adds
+    state.cost = rebalance.measure(state.cost, result.seconds, len(outcomes), whole=scope is None or bool(taking),
                                    polls_s=stages.seconds.get("polls", 0.0))
     if pace is not None:
         metrics.move_done.set(pace.routing.layers[0].frontier / rebalance.SPACE)
         metrics.move_step.set(rebalance.per_tick(state.cost, config.move_tick_s, config.moves_per_tick))
+    metrics.takeover_pending.set(result.pending)
     metrics.tick_seconds.observe(result.seconds)
     metrics.ticks.labels("whole" if scope is None else "scoped").inc()
     metrics.tick_looked_at.set(len(snap.subscriptions) if scope is None else len(scope))
@@ -311,10 +326,31 @@ def _pace(state: PollerState, snap: Snapshot, live: frozenset[str], rules: Rules
     return rebalance.tick(state.paced, live, size, len(snap.subscriptions))
 
 
+def _take_over(state: PollerState, snap: Snapshot, live: frozenset[str], leased: frozenset[str],
+               written: frozenset[str] | None,
+               config: HubConfig) -> tuple[frozenset[str], frozenset[str], frozenset[str] | None]:
+    """This tick's part of a takeover in stages (blackwidow.takeover): the nodes it takes over, the nodes it
+    does not poll, and the ids the admin API changed (none when a takeover starts: it looks at every id).
+    A tick with no last tick to go on starts one, unless a quota plans leases over everything anyway."""
+    if state.taking_over is None and state.carry is None and not leased:
+        state.taking_over = takeover.begin(live, snap.by_node, config.takeover_ids)
+        if state.taking_over is not None:
+            state.carry = takeover.unheld(snap.subscriptions, snap.assignments, live)
+            state.routed_nodes = state.routed_nodes if state.routed_nodes is not None else live
+            logger.info("scheduler.taking_over", extra={"nodes": len(live), "step": config.takeover_ids})
+            # the tick that read the snapshot whole takes no node: that read is most of a tick already
+            return frozenset(), state.taking_over.pending, frozenset()
+    if state.taking_over is None:
+        return frozenset(), frozenset(), written
+    taking = takeover.group(state.taking_over, live, snap.by_node, config.takeover_ids)
+    return taking, state.taking_over.pending - taking, written
+
+
 def _scope(state: PollerState, snap: Snapshot, polled: Polled, live: frozenset[str], leased: frozenset[str],
-           written: frozenset[str] | None, pace: rebalance.Step | None, rules: Rules) -> frozenset[str] | None:
+           written: frozenset[str] | None, pace: rebalance.Step | None, rules: Rules,
+           taking: frozenset[str] = frozenset()) -> frozenset[str] | None:
     """The ids this tick looks at (blackwidow.tick_scope), None: every one. `live`: the live nodes after this
-    tick's polls (decide.liveness)."""
+    tick's polls (decide.liveness); `taking`: the nodes a takeover takes this tick (their reports count whole)."""
     if state.carry is None or written is None or leased:
         return None               # a whole tick whatever else: spare the passes below
     statuses = polled.by_node()
@@ -331,7 +367,7 @@ def _scope(state: PollerState, snap: Snapshot, polled: Polled, live: frozenset[s
         if state.bands is None:
             state.bands = rebalance.BandIndex({sid: sub.route_key for sid, sub in snap.subscriptions.items()})
         banded = state.bands.between(pace.low, pace.high)
-    reported = tick_scope.report_changes(polled.changed, statuses, snap.by_node)
+    reported = tick_scope.report_changes(takeover.whole(polled.changed, taking), statuses, snap.by_node)
     return tick_scope.scope(state.carry, routed_over=state.routed_nodes, live=live, leased=leased,
                             written=written, reported=reported, moved=moved, banded=banded)
 

@@ -173,6 +173,9 @@ class HubConfig(CommonConfig):
     # tick (0: all at once), and the tick length the number moved is sized for
     moves_per_tick: int = 50_000
     move_tick_s: float = 10.0
+    # a scheduler's takeover (docs/coordination.md, "Taking over"): the assigned subscriptions whose nodes one
+    # tick takes over (0: every node in one whole tick)
+    takeover_ids: int = 100_000
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> "HubConfig":
@@ -207,6 +210,7 @@ class HubConfig(CommonConfig):
             census_interval_s=get(env, "BW_CENSUS_INTERVAL_S", _positive_float, cls.census_interval_s),
             moves_per_tick=get(env, "BW_MOVES_PER_TICK", _non_negative_int, cls.moves_per_tick),
             move_tick_s=get(env, "BW_MOVE_TICK_S", _positive_float, cls.move_tick_s),
+            takeover_ids=get(env, "BW_TAKEOVER_IDS", _non_negative_int, cls.takeover_ids),
         )
 
 
