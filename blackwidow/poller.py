@@ -279,8 +279,10 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
                         reasons=plan.reasons, looked_at=len(scope) if scope is not None else None,
                         nudged=frozenset(n for nodes in pushed.values() for n in nodes),
                         pending=len(state.taking_over.pending) if state.taking_over is not None else 0)
-    # a takeover's ticks read whole reports: they measure neither what a tick costs nor what a move adds
-    state.cost = rebalance.measure(state.cost, result.seconds, len(outcomes), whole=scope is None or bool(taking),
+    # a takeover's ticks read the snapshot or whole reports: they measure neither what a steady tick costs nor
+    # what a move adds to one
+    state.cost = rebalance.measure(state.cost, result.seconds, len(outcomes),
+                                   whole=scope is None or bool(taking) or bool(skipped),
                                    polls_s=stages.seconds.get("polls", 0.0))
     if pace is not None:
         metrics.move_done.set(pace.routing.layers[0].frontier / rebalance.SPACE)

@@ -7,6 +7,7 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
+from blackwidow import rebalance
 from blackwidow.metrics import SchedulerMetrics
 from blackwidow.models import Subscription
 from blackwidow.poller import PollerState, poll_once
@@ -63,6 +64,9 @@ def test_a_restarted_scheduler_takes_the_nodes_over_a_group_a_tick_and_ends_as_a
             # the tick that read every row polls no node and sends nothing (the new ones wait for their nodes)
             assert (result.polled, result.sent, result.dropped) == (0, 0, 0)
             assert metrics.takeover_pending._value.get() == 4
+        if result.pending:
+            # a paced move sizes its steps by what steady ticks cost: a takeover's ticks are none
+            assert state.cost == rebalance.Cost()
         tick += 1
     assert pending[:5] == [4, 3, 2, 1, 0], pending        # about 20 ids a node, 25 a step: a node a tick
     assert metrics.takeover_pending._value.get() == 0
