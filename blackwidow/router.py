@@ -43,24 +43,33 @@ def node_for(source_uuid: str, nodes: list[str], strategy: str = MODULO) -> str:
 def winners(sources: list[str], nodes: Iterable[str]) -> list[tuple[int, str]]:
     """(weight, node) of the highest weight over `nodes` for each source, as node_for() picks it (a tie, which
     needs two nodes with one 64-bit hash, goes to the greater node id), computed in numpy blocks."""
-    return _winners(_hashes(sources), nodes)
+    weights, picked, ordered = _best(_hashes(sources), nodes)
+    return [(w, ordered[i]) for w, i in zip(weights.tolist(), picked.tolist())]
 
 
-def _winners(source_hashes: "np.ndarray", nodes: Iterable[str]) -> list[tuple[int, str]]:
-    if not len(source_hashes):
-        return []
+def winning_nodes(sources: list[str], nodes: Iterable[str]) -> "np.ndarray":
+    """The winning node of each source alone, as an array of the node id strings (no tuple, no int per source:
+    a million of those cost a hundred MB)."""
+    _, picked, ordered = _best(_hashes(sources), nodes)
+    return np.array(ordered, dtype=object)[picked] if len(picked) else np.empty(0, dtype=object)
+
+
+def _best(source_hashes: "np.ndarray", nodes: Iterable[str]) -> tuple["np.ndarray", "np.ndarray", list[str]]:
+    """The best weight of each source, the index of its node in the returned node order, and that order."""
     ordered = sorted(set(nodes), reverse=True)        # argmax keeps the first of equal weights
-    node_hashes = _hashes(ordered)
-    rows = max(1, _BLOCK // len(ordered))
     best_weights = np.empty(len(source_hashes), dtype=np.uint64)
     best_nodes = np.empty(len(source_hashes), dtype=np.intp)
+    if not len(source_hashes):
+        return best_weights, best_nodes, ordered
+    node_hashes = _hashes(ordered)
+    rows = max(1, _BLOCK // len(ordered))
     for start in range(0, len(source_hashes), rows):
         block = source_hashes[start:start + rows, None] ^ node_hashes[None, :]
         _mix_in_place(block)
         column = block.argmax(axis=1)
         best_nodes[start:start + rows] = column
         best_weights[start:start + rows] = block[np.arange(len(column)), column]
-    return [(w, ordered[i]) for w, i in zip(best_weights.tolist(), best_nodes.tolist())]
+    return best_weights, best_nodes, ordered
 
 
 def takeovers(sources: list[str], holders: list[str], nodes: Iterable[str]) -> list[str | None]:
@@ -73,8 +82,9 @@ def takeovers(sources: list[str], holders: list[str], nodes: Iterable[str]) -> l
     source_hashes = _hashes(sources)
     held = source_hashes ^ np.fromiter((of_node[h] for h in holders), dtype=np.uint64, count=len(holders))
     _mix_in_place(held)
-    return [challenger[1] if challenger > (weight, holder) else None
-            for challenger, weight, holder in zip(_winners(source_hashes, nodes), held.tolist(), holders)]
+    weights, picked, ordered = _best(source_hashes, nodes)
+    return [ordered[i] if (w, ordered[i]) > (weight, holder) else None
+            for w, i, weight, holder in zip(weights.tolist(), picked.tolist(), held.tolist(), holders)]
 
 
 def _hashes(values: list[str]) -> "np.ndarray":
@@ -104,31 +114,38 @@ class _RendezvousMemo:
         self._best: dict[str, str] = {}
         self._lock = threading.Lock()
 
-    def route(self, sources: Iterable[str], ordered: list[str], forget: bool = True) -> dict[str, str]:
+    def assign(self, subscriptions: Mapping[str, str], ordered: list[str], forget: bool = True) -> dict[str, str]:
+        """{subscription id: the winner of its source ({id: source})} over `ordered`. `forget`: these are every
+        routed subscription, so sources not among them are forgotten; else only some (a partial call). Builds
+        no set or list per source when the node set is unchanged and every source known (a steady whole tick)."""
         with self._lock:
             nodes = frozenset(ordered)
             best = self._best
-            sources = list(sources)
             if nodes != self._nodes:
                 removed, added = self._nodes - nodes, nodes - self._nodes
                 # a partial call (a scoped hard reload) weighs only the sources it asks about against the nodes
                 # that joined: the others are forgotten, and weighed again over every node when next asked
-                asked = None if forget else set(sources)
+                asked = None if forget else set(subscriptions.values())
                 best = {s: n for s, n in best.items() if n not in removed and (asked is None or s in asked)}
                 if added and best:
                     held = list(best)
                     for source, taker in zip(held, takeovers(held, [best[s] for s in held], added)):
                         if taker is not None:
                             best[source] = taker
-            missing = [s for s in sources if s not in best]
-            computed = {s: node for s, (_, node) in zip(missing, winners(missing, ordered))}
-            kept = {s: best.get(s) or computed[s] for s in sources}
-            if forget:
-                self._nodes, self._best = nodes, kept      # forget sources no longer routed
-            else:
-                best.update(computed)
-                self._nodes, self._best = nodes, best
-            return kept
+            missing = list({s for s in subscriptions.values() if s not in best})
+            best.update(zip(missing, winning_nodes(missing, ordered)))
+            out = {sub_id: best[source] for sub_id, source in subscriptions.items()}
+            if forget and len(best) > len(out):
+                # more sources remembered than routed: forget those no longer routed (a few left over, fewer
+                # than the subscriptions, cost less than a set of a million sources each tick)
+                routed = set(subscriptions.values())
+                best = {s: n for s, n in best.items() if s in routed}
+            self._nodes, self._best = nodes, best
+            return out
+
+    def route(self, sources: Iterable[str], ordered: list[str], forget: bool = True) -> dict[str, str]:
+        """{source: its winner} over `ordered`, as assign() routes it."""
+        return self.assign({s: s for s in sources}, ordered, forget)
 
 
 _rendezvous = _RendezvousMemo()
@@ -147,8 +164,7 @@ def assign(subscriptions: Mapping[str, str], nodes: Iterable[str],
     if not ordered:
         return {}
     if strategy == RENDEZVOUS:
-        routed = _rendezvous.route(set(subscriptions.values()), ordered, forget=not partial)
-        return {sub_id: routed[source] for sub_id, source in subscriptions.items()}
+        return _rendezvous.assign(subscriptions, ordered, forget=not partial)
     if paced is not None and paced.moving and paced.layers[0].nodes != tuple(ordered):
         raise ValueError("paced routing must end on the live nodes")
 

@@ -119,3 +119,32 @@ def test_a_partial_call_across_a_node_set_change_forgets_what_it_was_not_asked_a
     for nodes in (NODES[:6], NODES[1:6]):        # the forgotten ones are weighed again when asked
         ordered = sorted(nodes)
         assert memo.route(sources, ordered) == {s: node_for(s, ordered, RENDEZVOUS) for s in sources}
+
+
+def test_a_whole_call_forgets_sources_no_longer_routed_once_they_outnumber_the_subscriptions():
+    from blackwidow.router import _RendezvousMemo
+    memo = _RendezvousMemo()
+    sources = sorted(set(SUBS.values()))[:100]
+    four = sorted(NODES[:4])
+    memo.route(sources, four)
+    subs = {f"id{i}": sources[i % 10] for i in range(40)}         # 40 subscriptions on 10 sources
+    assert memo.assign(subs, four) == {sid: node_for(s, four, RENDEZVOUS) for sid, s in subs.items()}
+    assert len(memo._best) == 10             # 100 remembered, 40 routed: only the 10 routed are kept
+    memo.route(sources[:50], four)
+    many = {f"id{i}": sources[i % 10] for i in range(60)}         # 60 on 10: the other 40 are left over
+    assert memo.assign(many, four) == {sid: node_for(s, four, RENDEZVOUS) for sid, s in many.items()}
+    assert len(memo._best) == 50
+    # what is left over follows node-set changes like the rest: asked again, it is still exact
+    for nodes in (NODES[:6], NODES[2:6]):
+        ordered = sorted(nodes)
+        assert memo.assign(many, ordered) == {sid: node_for(s, ordered, RENDEZVOUS) for sid, s in many.items()}
+    assert memo.route(sources[:50], sorted(NODES[2:6])) == {s: node_for(s, sorted(NODES[2:6]), RENDEZVOUS)
+                                                            for s in sources[:50]}
+    assert memo.assign({}, sorted(NODES[2:6])) == {}
+
+
+def test_winning_nodes_are_the_winners_nodes():
+    from blackwidow import router
+    sources = list(SUBS.values())[:500]
+    assert list(router.winning_nodes(sources, NODES)) == [node for _, node in router.winners(sources, NODES)]
+    assert list(router.winning_nodes([], NODES)) == []
