@@ -380,6 +380,7 @@ def _snapshot(session, cached: Cached | None) -> tuple[Cached, frozenset[str] | 
     next tick, never missed. Also the ids read again (None: every row was)."""
     seq = changes.head(session)
     if cached is None:
+        router.forget()
         return Cached(store.load_snapshot(session), seq), None
     ids = frozenset(changes.since(session, cached.seq, seq))
     return Cached(store.refresh_snapshot(session, cached.snapshot, ids), seq), ids

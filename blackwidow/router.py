@@ -114,6 +114,10 @@ class _RendezvousMemo:
         self._best: dict[str, str] = {}
         self._lock = threading.Lock()
 
+    def clear(self) -> None:
+        with self._lock:
+            self._nodes, self._best = frozenset(), {}
+
     def assign(self, subscriptions: Mapping[str, str], ordered: list[str], forget: bool = True) -> dict[str, str]:
         """{subscription id: the winner of its source ({id: source})} over `ordered`. `forget`: these are every
         routed subscription, so sources not among them are forgotten; else only some (a partial call). Builds
@@ -149,6 +153,13 @@ class _RendezvousMemo:
 
 
 _rendezvous = _RendezvousMemo()
+
+
+def forget() -> None:
+    """Drop what rendezvous remembers. For a scheduler that reads its snapshot whole again: the memo's route
+    keys are the old snapshot's strings, and kept beside the new one's they cost a second copy of each (about
+    100 MB at a million); the winners are weighed again as the ticks ask for them."""
+    _rendezvous.clear()
 
 
 def assign(subscriptions: Mapping[str, str], nodes: Iterable[str],

@@ -148,3 +148,16 @@ def test_winning_nodes_are_the_winners_nodes():
     sources = list(SUBS.values())[:500]
     assert list(router.winning_nodes(sources, NODES)) == [node for _, node in router.winners(sources, NODES)]
     assert list(router.winning_nodes([], NODES)) == []
+
+
+def test_forgetting_the_memo_keeps_routing_exact():
+    from blackwidow import router
+    sources = sorted(set(SUBS.values()))[:200]
+    ordered = sorted(NODES[:5])
+    before = router.assign({s: s for s in sources}, ordered, RENDEZVOUS)
+    router.forget()
+    assert router._rendezvous._best == {}
+    assert router.assign({s: s for s in sources[:20]}, ordered, RENDEZVOUS, partial=True) == \
+        {s: before[s] for s in sources[:20]}
+    assert router.assign({s: s for s in sources}, sorted(NODES[:6]), RENDEZVOUS) == \
+        {s: node_for(s, sorted(NODES[:6]), RENDEZVOUS) for s in sources}
