@@ -15,8 +15,9 @@ of the live node set adds what it may move (`node_set_moves`): under rendezvous,
 held and what a node that joined outweighs its holder for; under modulo, what the nodes that left held, and
 in each tick the keys of the bands the paced routing's frontier passes (blackwidow.rebalance); when those
 bands are all of them at once, everything. Whatever else cannot be proven unchanged makes the tick look at everything
-(`scope` returns None): a scheduler's first tick or a snapshot read again whole, and tenants with a quota
-(their leases are planned over all their subscriptions every tick anyway).
+(`scope` returns None): a scheduler's first tick or a snapshot read again whole (unless the poller takes the
+nodes over in stages instead: blackwidow.takeover), and tenants with a quota (their leases are planned over
+all their subscriptions every tick anyway).
 """
 from typing import Collection, Iterable, Mapping
 
