@@ -332,20 +332,16 @@ def _take_over(state: PollerState, snap: Snapshot, live: frozenset[str], leased:
                written: frozenset[str] | None,
                config: HubConfig) -> tuple[frozenset[str], frozenset[str], frozenset[str] | None]:
     """This tick's part of a takeover in stages (blackwidow.takeover): the nodes it takes over, the nodes it
-    does not poll, and the ids the admin API changed (none when a takeover starts: it looks at every id).
-    A tick with no last tick to go on starts one, unless a quota plans leases over everything anyway."""
-    if state.taking_over is None and state.carry is None and not leased:
-        state.taking_over = takeover.begin(live, snap.by_node, config.takeover_ids)
-        if state.taking_over is not None:
-            state.carry = takeover.unheld(snap.subscriptions, snap.assignments, live)
-            state.routed_nodes = state.routed_nodes if state.routed_nodes is not None else live
-            logger.info("scheduler.taking_over", extra={"nodes": len(live), "step": config.takeover_ids})
-            # the tick that read the snapshot whole takes no node: that read is most of a tick already
-            return frozenset(), state.taking_over.pending, frozenset()
-    if state.taking_over is None:
-        return frozenset(), frozenset(), written
-    taking = takeover.group(state.taking_over, live, snap.by_node, config.takeover_ids)
-    return taking, state.taking_over.pending - taking, written
+    does not poll, and the ids the admin API changed (none when a takeover starts: it looks at every id)."""
+    staged = takeover.stage(state.taking_over, state.carry, bool(leased), live, snap.by_node, snap.assignments,
+                            snap.subscriptions, config.takeover_ids)
+    state.taking_over = staged.takeover
+    if staged.carry is not None:
+        state.carry = staged.carry
+        state.routed_nodes = state.routed_nodes if state.routed_nodes is not None else live
+        logger.info("scheduler.taking_over", extra={"nodes": len(live), "step": config.takeover_ids})
+        return staged.taking, staged.skipped, frozenset()
+    return staged.taking, staged.skipped, written
 
 
 def _scope(state: PollerState, snap: Snapshot, polled: Polled, live: frozenset[str], leased: frozenset[str],

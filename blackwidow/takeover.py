@@ -28,6 +28,32 @@ class Takeover:
     pending: frozenset[str]         # live nodes not yet taken over: not polled, their ids not looked at
 
 
+@dataclass(frozen=True)
+class Stage:
+    """A tick's part of a takeover: the takeover as the tick begins it, the nodes it takes, the nodes it does not
+    poll, and, on the tick that starts one, the carry it starts from (else None)."""
+    takeover: Takeover | None
+    taking: frozenset[str] = frozenset()
+    skipped: frozenset[str] = frozenset()
+    carry: frozenset[str] | None = None
+
+
+def stage(current: Takeover | None, carry: frozenset[str] | None, leased: bool, live: frozenset[str],
+          holdings: Mapping[str, Collection[str]], assignments: Mapping[str, AssignmentView],
+          subscriptions: Iterable[str], step: int) -> Stage:
+    """This tick's stage. A tick with no carry (no last tick to go on) starts a takeover, unless tenants with a
+    quota make every tick whole anyway (`leased`) or one step takes every node; the tick that starts it reads
+    the snapshot whole, which is most of a tick already, so it takes no node and looks at the unheld ids."""
+    if current is None and carry is None and not leased:
+        started = begin(live, holdings, step)
+        if started is not None:
+            return Stage(started, skipped=started.pending, carry=unheld(subscriptions, assignments, live))
+    if current is None:
+        return Stage(None)
+    taking = group(current, live, holdings, step)
+    return Stage(current, taking, current.pending - taking)
+
+
 def begin(live: Iterable[str], holdings: Mapping[str, Collection[str]], step: int) -> Takeover | None:
     """A takeover of the `live` nodes (`holdings`: the ids assigned to each), or None when one tick takes every
     one (`step` 0: always)."""

@@ -58,3 +58,20 @@ def test_a_node_taken_counts_as_a_whole_report_whatever_it_sent():
     assert takeover.whole(changed, {"C"}) == {"A": frozenset({"a1"}), "B": None, "C": None}
     assert takeover.whole(changed, set()) == changed
     assert takeover.whole({}, {"D"}) == {"D": None}
+
+
+ASSIGNED = {sid: AssignmentView(node, True, None) for node, ids in HOLDINGS.items() for sid in ids}
+
+
+@pytest.mark.parametrize("name, current, carry, leased, expect", [
+    ("no carry: the tick starts one and takes no node", None, None, False,
+     takeover.Stage(Takeover(frozenset("ABCD")), frozenset(), frozenset("ABCD"), frozenset({"new"}))),
+    ("a quota makes every tick whole: none starts", None, None, True, takeover.Stage(None)),
+    ("a carry: a steady tick", None, frozenset({"x"}), False, takeover.Stage(None)),
+    ("under way: the next group", Takeover(frozenset("ACD")), frozenset(), False,
+     takeover.Stage(Takeover(frozenset("ACD")), frozenset("A"), frozenset("CD"))),
+])
+def test_a_tick_with_no_carry_starts_a_takeover_and_later_ticks_take_its_groups(
+        name, current, carry, leased, expect):
+    got = takeover.stage(current, carry, leased, frozenset("ABCD"), HOLDINGS, ASSIGNED, [*ASSIGNED, "new"], 3)
+    assert got == expect, name

@@ -306,17 +306,14 @@ def test_a_takeover_in_stages_acts_as_a_whole_tick_on_what_it_looks_at_and_leave
         written, world.written = frozenset(world.written), set()
         live_before = frozenset(world.live())
         # as blackwidow.poller._take_over does it
-        taking, skipped = frozenset(), frozenset()
-        if taking_over is None and hub.carry is None:
-            taking_over = takeover.begin(live_before, hub.holdings(), step)
-            if taking_over is not None:
-                takeovers += 1
-                hub.carry = takeover.unheld(world.snap.subscriptions, world.snap.assignments, live_before)
-                hub.routed_over = hub.routed_over if hub.routed_over is not None else live_before
-                skipped, written = taking_over.pending, frozenset()
-        elif taking_over is not None:
-            taking = takeover.group(taking_over, live_before, hub.holdings(), step)
-            skipped = taking_over.pending - taking
+        part = takeover.stage(taking_over, hub.carry, False, live_before, hub.holdings(), world.snap.assignments,
+                              world.snap.subscriptions, step)
+        taking_over, taking, skipped = part.takeover, part.taking, part.skipped
+        if part.carry is not None:
+            takeovers += 1
+            hub.carry = part.carry
+            hub.routed_over = hub.routed_over if hub.routed_over is not None else live_before
+            written = frozenset()
         silent = {n for n in world.live() if n not in skipped and rng.random() < 0.1}
         polled = world.polls(silent, skipped)
         now += timedelta(seconds=rng.choice([2, 5, 40]))
