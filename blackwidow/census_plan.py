@@ -1,17 +1,22 @@
 """A set's census, the hub's rules (docs/dumps.md, "The census"). Pure.
 
-The census runs on the set's catch-up reader, which the hub tells how many shards to prove and not to start before
-`after`: the end of the last census the hub heard of plus the interval. What the reader reports is kept: a
-finished census replaces the last one when it is newer, a running one shows its progress; neither moves back.
+The set's catch-up reader lists the wiki into the store; the hub tells it how many shards to list into and not to
+start before `after`: the end of the last census the hub holds plus the interval. What the reader reports is kept as
+the running census (`heard`). Once its listing is whole, each shard not yet proven goes to the live node its stable
+hash names (`prover`: the same `stable_hash % len(nodes)` as subscriptions), and the proofs nodes report are added
+to it (`proved`). With every shard proven the hub holds the census finished (its own clock ends it), the last one
+is replaced, and the reader is told (`census_closed`) to remove the listing. Nothing moves back: a report of an
+older census, or of one already finished, changes nothing.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Mapping
+from typing import Mapping, Sequence
 
-from shared.census_wire import CensusReport
+from shared.census_wire import CensusReport, ShardReport
 from shared.dump_wire import CatchUpDuty, parse_time, wire_time
+from shared.hashing import stable_hash
 
 
 @dataclass(frozen=True)
@@ -33,25 +38,63 @@ def interval(own: int | None, settings: Settings) -> float:
 
 
 def duty(d: CatchUpDuty, last: CensusReport | None, own: int | None, settings: Settings) -> CatchUpDuty:
+    closed = None if last is None else last.started_at
     every_s = interval(own, settings)
     if every_s <= 0:
-        return replace(d, census_shards=0)
+        return replace(d, census_shards=0, census_closed=closed)
     start = after(last, every_s)
     return replace(d, census_shards=settings.shards, census_every_s=every_s,
-                   census_after=None if start is None else wire_time(start))
+                   census_after=None if start is None else wire_time(start), census_closed=closed)
 
 
-def absorbed(last: CensusReport | None, running: CensusReport | None, report: CensusReport | None
-             ) -> tuple[CensusReport | None, CensusReport | None]:
+def heard(last: CensusReport | None, running: CensusReport | None, report: CensusReport | None
+          ) -> tuple[CensusReport | None, CensusReport | None]:
     """(last finished, running) after the reader's report. A reader that reports none (it started again) runs
-    none; the last finished one stays."""
+    none; the last finished one stays, and so do the shards already proven of the census it reports."""
     if report is None:
         return last, None
-    if report.finished_at is None:
-        return last, report
-    if last is None or last.finished_at is None or parse_time(report.finished_at) > parse_time(last.finished_at):
-        return report, None
-    return last, None
+    if report.finished_at is not None:          # proven by the reader itself
+        if last is None or last.finished_at is None or \
+                parse_time(report.finished_at) > parse_time(last.finished_at):
+            return report, None
+        return last, None
+    if last is not None and report.started_at == last.started_at:
+        return last, None                       # finished here; the reader has not been told yet
+    proven = {p.shard: p for p in report.shards}
+    if running is not None and running.started_at == report.started_at:
+        proven.update((p.shard, p) for p in running.shards)
+    return last, replace(report, shards=tuple(proven[s] for s in sorted(proven)))
+
+
+def proved(last: CensusReport | None, running: CensusReport | None, reports: Sequence[tuple[str, ShardReport]],
+           now: datetime) -> tuple[CensusReport | None, CensusReport | None]:
+    """(last finished, running) after the nodes' shard reports ((node, report) of this set): a proof of the running
+    census's shard is kept with the node that proved it, the first one heard; with every shard proven the census
+    is finished, now."""
+    if running is None or not running.listed_whole:
+        return last, running
+    proven = {p.shard: p for p in running.shards}
+    for node, r in reports:
+        if r.proof is not None and r.started_at == running.started_at and r.shard < running.shard_count:
+            proven.setdefault(r.shard, replace(r.proof, node=node))
+    running = replace(running, shards=tuple(proven[s] for s in sorted(proven)))
+    if len(proven) == running.shard_count:
+        return replace(running, finished_at=wire_time(now)), None
+    return last, running
+
+
+def unproven(running: CensusReport | None) -> list[int]:
+    """The shards of a running census to hand out: once its listing is whole, those without a proof."""
+    if running is None or not running.listed_whole:
+        return []
+    done = {p.shard for p in running.shards}
+    return [s for s in range(running.shard_count) if s not in done]
+
+
+def prover(set_id: str, started_at: str, shard: int, nodes: Sequence[str]) -> str:
+    """The node that proves a shard: its key's stable hash modulo the live nodes (sorted). A node joining or
+    leaving moves some shards; a moved shard is proven again from its listing, which costs store reads only."""
+    return nodes[stable_hash(f"{set_id}|{started_at}|{shard}") % len(nodes)]
 
 
 def summary(last: CensusReport | None, running: CensusReport | None, every_s: float) -> dict | None:
@@ -70,14 +113,15 @@ def summary(last: CensusReport | None, running: CensusReport | None, every_s: fl
             "pages": sum(p.pages for p in shards), "revisions": sum(p.wiki for p in shards),
             "stored": sum(p.stored for p in shards), "repaired": sum(p.repaired for p in shards),
             "missing": sum(p.missing for p in shards), "extra": sum(p.extra for p in shards),
-            "requests": last.requests,
-            "per_shard": [{**p.to_dict(), "missing": p.missing, "proven": p.proven} for p in shards]}
+            "requests": last.all_requests, "nodes": len({p.node for p in shards if p.node is not None}),
+            "per_shard": [{**p.to_dict(), "node": p.node, "missing": p.missing, "proven": p.proven}
+                          for p in shards]}
         start = after(last, every_s) if every_s > 0 else None
         body["next_at"] = None if start is None else wire_time(start)
     if running is not None:
         body["running"] = {"cut": running.cut, "started_at": running.started_at, "shards": running.shard_count,
-                           "shards_done": len(running.shards), "listed": running.listed,
-                           "requests": running.requests}
+                           "listed_whole": running.listed_whole, "shards_done": len(running.shards),
+                           "listed": running.listed, "requests": running.all_requests}
     return body
 
 

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any, Callable, Iterable, Mapping, Protocol, TypeVar
+from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence, TypeVar
 
 from blackwidow import census_plan
-from shared.census_wire import CensusReport
+from shared.census_wire import CensusReport, ShardDuty, ShardReport
 from shared.dump_wire import (DONE, FAILED, CatchUpDuty, CatchUpReport, DumpDuty, DumpReport, Resume, parse_time,
                               wire_time)
 from shared.hashing import stable_hash, wiki_key
@@ -246,21 +246,47 @@ def catch_up_duties(sets: Mapping[str, CatchUpState], interval_s: float,
                                    {k: s.census_interval_s for k, s in sets.items()}, census)
 
 
+def census_shard_duties(sets: Mapping[str, CatchUpState], live: Iterable[str]) -> dict[str, tuple[ShardDuty, ...]]:
+    """{node: the census shards it proves}: every unproven shard of each running census whose listing is whole, on
+    the live node `census_plan.prover` names."""
+    nodes = sorted(live)
+    out: dict[str, list[ShardDuty]] = {}
+    if not nodes:
+        return {}
+    for sid, s in sorted(sets.items()):
+        running = s.census_running
+        for shard in census_plan.unproven(running):
+            assert running is not None
+            node = census_plan.prover(sid, running.started_at, shard, nodes)
+            out.setdefault(node, []).append(ShardDuty(
+                set_id=sid, started_at=running.started_at, wiki=s.wiki, cut=running.cut, shard=shard,
+                shard_count=running.shard_count, identity=wiki_key(s.wiki), tenants=(s.tenant_id,),
+                namespaces=s.namespaces, content=s.content))
+    return {node: tuple(ds) for node, ds in out.items()}
+
+
 def caught_up(sets: Mapping[str, CatchUpState], reports: Mapping[str, Mapping[str, CatchUpReport]],
-              now: datetime) -> dict[str, CatchUpState]:
-    """The catch-ups after this tick's polls: only the reader is heard; its position and watermark only move
-    forward."""
+              now: datetime, shards: Mapping[str, Sequence[ShardReport]] | None = None) -> dict[str, CatchUpState]:
+    """The catch-ups after this tick's polls: the reader is heard, its position and watermark only moving forward,
+    then the census shards any node proved (`shards`: {node: its reports})."""
+    proofs: dict[str, list[tuple[str, ShardReport]]] = {}
+    for node, node_reports in sorted((shards or {}).items()):
+        for r in node_reports:
+            proofs.setdefault(r.set_id, []).append((node, r))
     out = dict(sets)
     for sid, s in sets.items():
         report = reports.get(s.node or "", {}).get(sid)
-        if report is None:
-            continue
-        # a reader that started again on the same node (its spawn restarted) counts from 0: keep what it wrote
-        earlier = s.revisions + (s.current if report.revisions < s.current else 0)
-        last, running = census_plan.absorbed(s.census_last, s.census_running, report.census)
-        out[sid] = replace(s, position=_later(s.position, report.position), census_last=last, census_running=running,
-                           caught_up_to=_later(s.caught_up_to, report.caught_up_to), revisions=earlier,
-                           current=report.revisions, requests=report.requests, error=report.error, reported_at=now)
+        if report is not None:
+            # a reader that started again on the same node (its spawn restarted) counts from 0: keep what it wrote
+            earlier = s.revisions + (s.current if report.revisions < s.current else 0)
+            last, running = census_plan.heard(s.census_last, s.census_running, report.census)
+            s = replace(s, position=_later(s.position, report.position), census_last=last, census_running=running,
+                        caught_up_to=_later(s.caught_up_to, report.caught_up_to), revisions=earlier,
+                        current=report.revisions, requests=report.requests, error=report.error, reported_at=now)
+        if sid in proofs:
+            last, running = census_plan.proved(s.census_last, s.census_running, proofs[sid], now)
+            s = replace(s, census_last=last, census_running=running)
+        out[sid] = s
     return out
 
 

@@ -57,8 +57,10 @@ def plan(loaded: Loaded, live: frozenset[str], at: datetime, config: HubConfig) 
                                           census_plan.Settings(config.census_shards, config.census_interval_s))
     listings = members_plan.readers(loaded.listings, live)
     listing = members_plan.duties(listings, config.members_interval_s)
-    parts = {node: DumpPart(reading.get(node, ()), following.get(node, ()), listing.get(node, ()))
-             for node in reading.keys() | following.keys() | listing.keys()}
+    proving = dump_plan.census_shard_duties(catch_ups, live)
+    parts = {node: DumpPart(reading.get(node, ()), following.get(node, ()), listing.get(node, ()),
+                            proving.get(node, ()))
+             for node in reading.keys() | following.keys() | listing.keys() | proving.keys()}
     return DumpRound(loaded, files, catch_ups, parts, listings)
 
 
@@ -66,7 +68,8 @@ def read(sent: DumpRound, reports: Mapping[str, StatusReport], at: datetime, rul
     files = dump_plan.absorbed(sent.files, {n: r.dumps for n, r in reports.items()}, at,
                                lambda failures: failed_retry_delay(failures, rules))
     listings, intakes = members_plan.taken_in(sent.listings, {n: r.members for n, r in reports.items()})
-    return Loaded(files, dump_plan.caught_up(sent.catch_ups, {n: r.catch_up for n, r in reports.items()}, at),
+    return Loaded(files, dump_plan.caught_up(sent.catch_ups, {n: r.catch_up for n, r in reports.items()}, at,
+                                             {n: r.census for n, r in reports.items()}),
                   listings, intakes)
 
 

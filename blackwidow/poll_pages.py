@@ -13,6 +13,7 @@ from typing import Collection, Container, Iterable, Mapping, Sequence
 from blackwidow.reload import copies
 from blackwidow.upstream.clock_check import ClockReading
 from blackwidow.store.coordination import AssignmentView, SubscriptionView
+from shared.census_wire import ShardDuty
 from shared.dump_wire import CatchUpDuty, DumpDuty
 from shared.feed_wire import FeedDuty, Nudge
 from shared.members_wire import MembersDuty
@@ -75,11 +76,12 @@ class FeedPart:
 
 @dataclass(frozen=True)
 class DumpPart:
-    """A node's part of the set subscriptions (shared.dump_wire, shared.members_wire): the files it reads, the
-    catch-ups it runs, the category listings it reads."""
+    """A node's part of the set subscriptions (shared.dump_wire, shared.members_wire, shared.census_wire): the files
+    it reads, the catch-ups it runs, the category listings it reads, the census shards it proves."""
     files: tuple[DumpDuty, ...] = ()
     catch_up: tuple[CatchUpDuty, ...] = ()
     members: tuple[MembersDuty, ...] = ()
+    census: tuple[ShardDuty, ...] = ()
 
 
 def request(node_id: str, pages: list[tuple[str, ...]], index: int, round_id: str, leases: Mapping[str, Lease],
@@ -100,6 +102,7 @@ def request(node_id: str, pages: list[tuple[str, ...]], index: int, round_id: st
                 feeds=feeds.duties if first else {}, changes=feeds.changes if first else (),
                 followed=feeds.followed if first else (), dumps=dumps.files if first else (),
                 catch_up=dumps.catch_up if first else (), members=dumps.members if first else (),
+                census=dumps.census if first else (),
                 page=PollPage(round_id, last, len(pages)) if len(pages) > 1 else None,
                 report=ReportPage(after, paging.report_items, since))
 
@@ -165,7 +168,8 @@ def merged(answers: list[StatusReport], known: Mapping[str, SubscriptionStatus] 
     report = StatusReport(node_id=last.node_id, boot_id=last.boot_id, attached=last.attached,
                           subscriptions=tuple(subs.values()), sources=last.sources, identities=last.identities,
                           rejected=tuple(r for a in answers for r in a.rejected), token=first.token,
-                          feeds=first.feeds, dumps=first.dumps, catch_up=first.catch_up, members=first.members)
+                          feeds=first.feeds, dumps=first.dumps, catch_up=first.catch_up, members=first.members,
+                          census=first.census)
     return Merged(report, subs, frozenset(changed) if changed is not None else None)
 
 

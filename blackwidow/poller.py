@@ -503,7 +503,8 @@ def _poll_node(client: SpawnClient, node: store.NodeView, ids: list[str], leases
                 raise
             whole = timed(Poll(node_id=node.id, assigned=tuple(sorted(ids)), leases=leases, budgets=budgets,
                                feeds=feeds.duties, changes=feeds.changes, followed=feeds.followed,
-                               dumps=dumps.files, catch_up=dumps.catch_up, members=dumps.members))
+                               dumps=dumps.files, catch_up=dumps.catch_up, members=dumps.members,
+                               census=dumps.census))
             return poll_pages.Merged(whole, {s.id: s for s in whole.subscriptions}, None,
                                      clock_check.narrowest(readings))
         answers.append(poll_pages.sharing_snapshot(answer, specs))

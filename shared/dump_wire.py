@@ -20,6 +20,7 @@ from shared.errors import ValidationError
 from shared.wire_fields import required
 from shared.wire_values import count_field as _count
 from shared.wire_values import iso_field as _iso
+from shared.wire_values import namespaces_field
 from shared.wire_values import parse_time, wire_time
 
 __all__ = ["parse_time", "wire_time"]       # where the dump shapes' users take them from
@@ -107,7 +108,7 @@ class DumpDuty:
                    wiki=required(body, "wiki", str), dbname=required(body, "dbname", str, optional=True),
                    content=required(body, "content", bool, optional=True, default=False),
                    resume=Resume.from_dict(required(body, "resume", dict, optional=True, default={})),
-                   namespaces=_namespaces(body), page_ids=_page_ids(body))
+                   namespaces=namespaces_field(body), page_ids=_page_ids(body))
 
 
 @dataclass(frozen=True)
@@ -161,10 +162,12 @@ class CatchUpDuty:
     census_shards: int = 0
     census_after: str | None = None
     census_every_s: float = 86400.0
+    # the start of the last census the hub holds finished: the reader lets go of that census's listing
+    census_closed: str | None = None
 
     def to_dict(self) -> dict:
         body = _without_none({**asdict(self), "tenants": list(self.tenants)},
-                             ("identity", "position", "namespaces", "census_after"))
+                             ("identity", "position", "namespaces", "census_after", "census_closed"))
         if self.namespaces is not None:
             body["namespaces"] = list(self.namespaces)
         return body
@@ -179,9 +182,10 @@ class CatchUpDuty:
                    since=_iso(body, "since"), identity=required(body, "identity", str, optional=True),
                    tenants=tuple(tenants), position=_iso(body, "position", optional=True),
                    content=required(body, "content", bool, optional=True, default=False), interval_s=float(interval),
-                   namespaces=_namespaces(body), census_shards=_census_shards(body),
+                   namespaces=namespaces_field(body), census_shards=_census_shards(body),
                    census_after=_iso(body, "census_after", optional=True),
-                   census_every_s=_positive(body, "census_every_s", 86400.0))
+                   census_every_s=_positive(body, "census_every_s", 86400.0),
+                   census_closed=_iso(body, "census_closed", optional=True))
 
 
 @dataclass(frozen=True)
@@ -232,15 +236,6 @@ def _positive(body: object, name: str, default: float) -> float:
     if isinstance(value, bool) or value <= 0:
         raise ValidationError(f"'{name}' must be positive", field=name)
     return float(value)
-
-
-def _namespaces(body: object) -> tuple[int, ...] | None:
-    given = required(body, "namespaces", list, optional=True)
-    if given is None:
-        return None
-    if not given or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in given):
-        raise ValidationError("'namespaces' must be a list of namespace numbers", field="namespaces")
-    return tuple(given)
 
 
 def _page_ids(body: object) -> tuple[int, ...] | None:

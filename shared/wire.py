@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Iterable, Mapping
 
 from shared.errors import BlackWidowError, PayloadTooLarge, ValidationError
+from shared.census_wire import ShardDuty, ShardReport
 from shared.dump_wire import CatchUpDuty, CatchUpReport, DumpDuty, DumpReport
 from shared.members_wire import MembersDuty, MembersReport
 from shared.feed_wire import FeedDuty, FeedReport, Nudge
@@ -440,6 +441,8 @@ class StatusReport:
     catch_up: Mapping[str, CatchUpReport] = field(default_factory=dict)     # {set id: report}, first page too
     # the category listings this node reads (shared.members_wire), first page too
     members: Mapping[str, MembersReport] = field(default_factory=dict)     # {set id: report}
+    # the census shards this node proves (shared.census_wire), first page too
+    census: tuple[ShardReport, ...] = ()
     # the node's wall clock (epoch seconds) while it built this report: the hub checks the node's clock
     # against its own with it (blackwidow.upstream.clock_check); None: a spawn that does not say
     clock: float | None = None
@@ -453,6 +456,7 @@ class StatusReport:
         d.pop("dumps")
         d.pop("catch_up")
         d.pop("members")
+        d.pop("census")
         if self.identities:      # absent when the node holds no identity-paced subscription
             d["identities"] = {key: use.to_dict() for key, use in self.identities.items()}
         if self.feeds:           # absent when the node reads no feed
@@ -463,6 +467,8 @@ class StatusReport:
             d["catch_up"] = {set_id: report.to_dict() for set_id, report in self.catch_up.items()}
         if self.members:
             d["members"] = {set_id: report.to_dict() for set_id, report in self.members.items()}
+        if self.census:
+            d["census"] = [report.to_dict() for report in self.census]
         for name in ("next", "token", "clock"):
             if d[name] is None:
                 d.pop(name)
@@ -497,6 +503,7 @@ class StatusReport:
             dumps=keyed(body, "dumps", DumpReport.from_dict),
             catch_up=keyed(body, "catch_up", CatchUpReport.from_dict),
             members=keyed(body, "members", MembersReport.from_dict),
+            census=listed(body, "census", ShardReport.from_dict),
             clock=_number_or(body, "clock", None),
         )
 
@@ -562,6 +569,7 @@ class Poll:
     dumps: tuple[DumpDuty, ...] = ()
     catch_up: tuple[CatchUpDuty, ...] = ()
     members: tuple[MembersDuty, ...] = ()       # the category listings it reads (shared.members_wire)
+    census: tuple[ShardDuty, ...] = ()          # the census shards it proves (shared.census_wire)
 
     def to_dict(self) -> dict:
         body: dict = {"node_id": self.node_id, "assigned": list(self.assigned)}
@@ -585,6 +593,8 @@ class Poll:
             body["catch_up"] = [duty.to_dict() for duty in self.catch_up]
         if self.members:
             body["members"] = [duty.to_dict() for duty in self.members]
+        if self.census:
+            body["census"] = [duty.to_dict() for duty in self.census]
         return body
 
     @classmethod
@@ -611,7 +621,8 @@ class Poll:
                    followed=tuple(strings(body, "followed")),
                    dumps=listed(body, "dumps", DumpDuty.from_dict),
                    catch_up=listed(body, "catch_up", CatchUpDuty.from_dict),
-                   members=listed(body, "members", MembersDuty.from_dict))
+                   members=listed(body, "members", MembersDuty.from_dict),
+                   census=listed(body, "census", ShardDuty.from_dict))
 
 
 @dataclass(frozen=True)

@@ -37,3 +37,20 @@ def count_field(body: object, name: str, *, optional: bool = False) -> int | Non
     if value is not None and (isinstance(value, bool) or value < 0):
         raise ValidationError(f"'{name}' must be a count", field=name)
     return value
+
+
+def namespaces_field(body: object) -> tuple[int, ...] | None:
+    """`namespaces`: a non-empty list of namespace numbers, or absent (None: every namespace)."""
+    given = required(body, "namespaces", list, optional=True)
+    if given is None:
+        return None
+    if not given or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in given):
+        raise ValidationError("'namespaces' must be a list of namespace numbers", field="namespaces")
+    return tuple(given)
+
+
+def shard_count_field(body: object, most: int) -> int:
+    count = count_field(body, "shard_count") or 0
+    if not 1 <= count <= most:
+        raise ValidationError(f"'shard_count' must be 1 to {most}", field="shard_count")
+    return count

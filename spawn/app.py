@@ -3,7 +3,6 @@ BW_* inside the gunicorn worker (after the fork) and starts the background threa
 import logging
 import threading
 from functools import partial
-from pathlib import Path
 
 import falcon
 
@@ -15,6 +14,7 @@ from shared.logging import setup_logging
 from shared.metrics_listener import metrics_port
 from shared.revisions.store import RevisionStore
 from spawn.catch_up import CatchUpReaders
+from spawn.census_shards import ShardProvers
 from spawn.category_members import MembersReaders
 from spawn.dump_duties import DumpRunners
 from spawn.hub_client import HubClient
@@ -67,11 +67,10 @@ def build_node(config: SpawnConfig, *, store: RevisionStore, metrics: SpawnMetri
                         clock_skew_s=config.max_clock_skew_s)
     hub = HubClient(make_session(config.user_agent, pool_size=2), config.hub_url, config.node_secret,
                     timeout=(5.0, 10.0))
-    # a census's listing goes to a file per shard under the data directory: a node holds one shard's at a time
-    catch_up = CatchUpReaders(wikis.client, store, spill=Path(config.data_dir) / "census")
     return Node(registry, hub, advertise_url=config.advertise_url, detach_after_s=config.detach_after_s,
                 metrics=metrics, budgets=budgets, feeds=feeds, followed=wikis.followed, dumps=dumps,
-                catch_up=catch_up, members=MembersReaders(wikis.client))
+                catch_up=CatchUpReaders(wikis.client, store), members=MembersReaders(wikis.client),
+                census=ShardProvers(wikis.client, store))
 
 
 _lock = threading.Lock()

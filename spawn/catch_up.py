@@ -25,7 +25,6 @@ import logging
 import threading
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Callable, Iterator, Mapping, Sequence
 
 from shared.census_wire import CensusReport
@@ -34,7 +33,6 @@ from shared.hashing import wiki_key
 from shared.revisions.model import Revision
 from shared.revisions.store import RevisionStore
 from spawn.budget_rules import BACKFILL
-from spawn import census_listing
 from spawn.census import Census
 from spawn.census import due as census_due
 from spawn.completeness import Hide
@@ -120,10 +118,8 @@ def past_edge(pages: Sequence[Sequence[Revision]], position: datetime, edge: fro
 class CatchUpReader:
     """One set's catch-up. Thread-safe: the poll thread reads report() while its own thread reads the wiki."""
 
-    def __init__(self, duty: CatchUpDuty, client: MediaWikiClient, store: RevisionStore,
-                 spill: Path | None = None):
+    def __init__(self, duty: CatchUpDuty, client: MediaWikiClient, store: RevisionStore):
         self.duty, self.client, self.store = duty, client, store
-        self.spill = spill          # where a census's listing goes by shard (None: kept in memory)
         self.wiki = wiki_key(duty.wiki)
         self.demand = Demand(BACKFILL, duty.tenants)
         self._position = parse_time(duty.position or duty.since)
@@ -134,8 +130,8 @@ class CatchUpReader:
         self._requests = 0
         self._error: str | None = None
         self._census: Census | None = None          # running; stepped on this reader's thread only
-        self._census_done: Census | None = None     # the last finished
-        self._census_report: CensusReport | None = None     # the running one's, else the last one's, as of its step
+        self._census_done_at: datetime | None = None        # when the hub last told it a census of its ended
+        self._census_report: CensusReport | None = None     # the running one's, as of its step
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"catch-up-{duty.set_id}", daemon=True)
@@ -162,13 +158,9 @@ class CatchUpReader:
                                  census=self._census_report)
 
     def _run(self) -> None:
-        try:
-            self._read()
-        finally:
-            with self._lock:
-                census = self._census
-            if census is not None:
-                census.close()          # a census cut short leaves no listing behind
+        # a census cut short keeps its listing: another reader may list again meanwhile (its rows are its own),
+        # and the store's TTL clears them (cassandra/schema.cql)
+        self._read()
 
     def _read(self) -> None:
         while not self._stop.is_set():
@@ -224,35 +216,39 @@ class CatchUpReader:
         return True
 
     def census_step(self) -> bool:
-        """Between reads, once caught up: a step of the census (spawn.census), started when one is due. True while
-        its work is left (the reader reads on without waiting its interval)."""
+        """Between reads, once caught up: a step of the census's listing (spawn.census), started when one is due.
+        True while the listing goes on (the reader reads on without waiting its interval). Once it is whole the
+        hub has its shards proven on the nodes, and says when it holds the census finished (`census_closed`): the
+        listing is then removed."""
         with self._lock:
-            duty, census, done, cut = self.duty, self._census, self._census_done, self._caught_up_to
+            duty, census, done_at, cut = self.duty, self._census, self._census_done_at, self._caught_up_to
         now = datetime.now(timezone.utc)
+        if census is not None and duty.census_closed == wire_time(census.started_at):
+            census.close()
+            with self._lock:
+                self._census, self._census_report, self._census_done_at = None, None, now
+            logger.info("census.finished", extra={"set_id": duty.set_id, "cut": wire_time(census.cut)})
+            return False
         if census is None:
             after = None if duty.census_after is None else parse_time(duty.census_after)
             if cut is None or duty.census_shards <= 0 or not census_due(
-                    now=now, after=after, finished_at=None if done is None else done.finished_at,
-                    every_s=duty.census_every_s):
+                    now=now, after=after, finished_at=done_at, every_s=duty.census_every_s):
                 return False
-            census = Census(self.wiki, cut, duty.census_shards, now, namespaces=duty.namespaces, content=duty.content,
-                            spill=self.spill)
+            census = Census(duty.set_id, self.wiki, cut, duty.census_shards, now, self.store,
+                            namespaces=duty.namespaces)
             with self._lock:
                 self._census = census       # a step that fails is taken again, not the census started over
                 self._census_report = census.report()
             logger.info("census.started", extra={"set_id": duty.set_id, "cut": wire_time(cut)})
-        more = census.step(self.client, self.store, lambda: datetime.now(timezone.utc), cancel=self._stop,
-                           demand=self.demand)
+        if census.listed_whole:
+            return False                    # the shards are proven elsewhere: the hub says when it is done
+        more = census.step(self.client, cancel=self._stop, demand=self.demand)
         report = census.report()
         with self._lock:
-            self._census, self._census_report = (census if more else None), report
-            if not more:
-                self._census_done = census
-        if not more:
-            logger.info("census.finished", extra={
-                "set_id": duty.set_id, "cut": report.cut, "requests": report.requests,
-                "proven": sum(p.proven for p in report.shards), "shards": report.shard_count,
-                "repaired": sum(p.repaired for p in report.shards), "extra": sum(p.extra for p in report.shards)})
+            self._census_report = report
+        if report.listed_whole:
+            logger.info("census.listed", extra={"set_id": duty.set_id, "cut": report.cut, "listed": report.listed,
+                                                "requests": report.requests})
         return more
 
     def _apply(self, events: Sequence[Event]) -> int:
@@ -320,12 +316,8 @@ class CatchUpReader:
 class CatchUpReaders:
     """The catch-ups this node runs, as the hub's duties say; a detach stops them all."""
 
-    def __init__(self, client_for: ClientFor, store: RevisionStore, *, join_s: float = JOIN_S,
-                 spill: Path | None = None):
+    def __init__(self, client_for: ClientFor, store: RevisionStore, *, join_s: float = JOIN_S):
         self._client_for, self.store, self.join_s = client_for, store, join_s
-        self.spill = spill
-        if spill is not None:
-            census_listing.clear(spill)
         self._readers: dict[str, CatchUpReader] = {}
         self._lock = threading.Lock()
 
@@ -340,7 +332,7 @@ class CatchUpReaders:
                 if set_id in self._readers:
                     self._readers[set_id].retune(duty)
                 else:
-                    reader = CatchUpReader(duty, self._client_for(duty.wiki, duty.identity), self.store, self.spill)
+                    reader = CatchUpReader(duty, self._client_for(duty.wiki, duty.identity), self.store)
                     self._readers[set_id] = reader
                     reader.start()
                     logger.info("catch_up.started", extra={"set_id": set_id, "from": duty.position or duty.since})

@@ -8,24 +8,22 @@ cut (`list=allrevisions` without content: 500 ids a request, the cheapest listin
 budget in the backfill lane), then shard by shard compares each listed page's ids with the stored ones up to the
 cut, writes what is missing (`prop=revisions&revids=`, 50 a request) and counts what is stored but not listed.
 
-The work is cut into steps so that the catch-up reader, which runs it between its own reads, still reads what is
-new every interval: a step is a batch of listing requests, or one shard's comparison and repair.
+The listing is one stream through one identity's budget, so the set's catch-up reader writes it (`Census`), a step
+of 20 requests at a time between its own reads, into the store by shard (spawn.census_listing). Once it is whole, the
+hub hands each shard to a node by the shard's stable hash (blackwidow.census_plan), and that node proves it
+(`prove_shard`, run by spawn.census_shards): the store reads and the repair are spread over the nodes.
 
-Pure parts (`due`, `compare`, `proof`) are table-tested. `Census` keeps the listing by shard (spawn.census_listing):
-in memory, packed (8 bytes a revision id and about 200 bytes a page, measured: some 300 MB for 10 million revisions
-on a million pages), or, given a directory, spilled to a file per shard, so that the node holds one shard's
-listing at a time.
+Pure parts (`due`, `compare`, `proof`) are table-tested.
 """
 from __future__ import annotations
 
-from array import array
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from pathlib import Path
-from typing import Callable, Collection, Mapping
+from typing import Collection, Mapping
 
-from shared.census_wire import MAX_IDS, CensusReport, ShardProof
-from shared.dump_wire import wire_time
+from shared.census_wire import MAX_IDS, CensusReport, ShardDuty, ShardProof, listing_key
+from shared.dump_wire import parse_time, wire_time
+from shared.hashing import wiki_key
 from shared.revisions.store import RevisionStore
 from spawn.census_listing import Listing
 from spawn.mediawiki import MAX_TITLES, BadResponse, MediaWikiClient, api_timestamp, listed
@@ -88,81 +86,80 @@ def parse_listing(body: dict) -> tuple[dict[int, list[int]], dict | None]:
 
 @dataclass
 class Census:
-    """One census in progress. Not thread-safe: the reader's thread steps it; report() is read under the
-    reader's lock."""
+    """One census's listing, written by the set's catch-up reader into the store (spawn.census_listing) a step at a
+    time; once whole, its shards are proven wherever the hub sends them (`prove_shard`). Not thread-safe: the
+    reader's thread steps it; report() is read under the reader's lock."""
+    set_id: str
     wiki: str                               # the store's wiki key
     cut: datetime
     shards: int
     started_at: datetime
+    store: RevisionStore
     namespaces: tuple[int, ...] | None = None
-    content: bool = False
-    spill: Path | None = None               # where the listing goes by shard (None: kept in memory)
     cont: dict | None = field(default_factory=dict)        # None once the listing is whole
-    proofs: dict[int, ShardProof] = field(default_factory=dict)
     requests: int = 0
     listed_count: int = 0                   # ids listed so far: counted as they come, not summed per report
-    finished_at: datetime | None = None
 
     def __post_init__(self) -> None:
-        self.listing = Listing(self.shards, self.spill)
+        self.key = listing_key(self.set_id, wire_time(self.started_at))
+        self.listing = Listing(self.store, self.wiki, self.key, self.shards)
+
+    @property
+    def listed_whole(self) -> bool:
+        return self.cont is None
 
     def close(self) -> None:
-        """Let go of the listing (its files, when spilled): the census ended, or its reader stopped."""
-        self.listing.close()
+        """Remove the listing: the hub holds the census finished."""
+        self.listing.drop()
 
-    def step(self, client: MediaWikiClient, store: RevisionStore, now: Callable[[], datetime],
-             **kw) -> bool:
-        """One step: a batch of listing requests, or the next shard's comparison and repair. True while work is
-        left."""
-        if self.cont is not None:
-            self._list(client, **kw)
-            return True
-        left = [s for s in range(self.shards) if s not in self.proofs]
-        if left:
-            self.proofs[left[0]] = self._prove(left[0], self.listing.shard(left[0]), client, store, **kw)
-        if len(self.proofs) < self.shards:
-            return True
-        self.finished_at = now()
-        self.close()
-        return False
-
-    def report(self) -> CensusReport:
-        return CensusReport(cut=wire_time(self.cut), started_at=wire_time(self.started_at), shard_count=self.shards,
-                            finished_at=None if self.finished_at is None else wire_time(self.finished_at),
-                            listed=self.listed_count, requests=self.requests,
-                            shards=tuple(self.proofs[s] for s in sorted(self.proofs)))
-
-    def _list(self, client: MediaWikiClient, **kw) -> None:
+    def step(self, client: MediaWikiClient, **kw) -> bool:
+        """A batch of listing requests, written to the store. True while the listing goes on."""
+        if self.cont is None:
+            return False
         params = {"list": "allrevisions", "arvprop": "ids", "arvlimit": "max", "arvdir": "newer",
                   "arvend": api_timestamp(self.cut)}
         if self.namespaces is not None:
             params["arvnamespace"] = "|".join(str(n) for n in self.namespaces)
+        cont: dict | None = self.cont
         for _ in range(LIST_BATCH):
-            if self.cont is None:
-                return
-            pages, more = client.query({**params, **self.cont}, parse=parse_listing, **kw)
+            if cont is None:
+                break
+            pages, cont = client.query({**params, **cont}, parse=parse_listing, **kw)
             self.requests += 1
             self.listing.add(pages)
             self.listed_count += sum(len(ids) for ids in pages.values())
-            self.cont = more
+            self.cont = cont if cont is not None else self.cont     # whole only once flushed
+        self.listing.flush()
+        if cont is None:
+            self.cont = None
+        return self.cont is not None
 
-    def _prove(self, shard: int, listed: Mapping[int, array], client: MediaWikiClient,
-               store: RevisionStore, **kw) -> ShardProof:
-        stored = {page_id: self._stored(store, page_id) for page_id in listed}
-        missing = {page_id: compare(ids, stored[page_id]).missing for page_id, ids in listed.items()}
-        wanted = sorted((rev_id, page_id) for page_id, ids in missing.items() for rev_id in ids)
-        repaired = 0
-        for i in range(0, len(wanted), MAX_TITLES):
-            chunk = wanted[i:i + MAX_TITLES]
-            found = client.revisions_of_pages({p for _, p in chunk}, [r for r, _ in chunk], content=self.content,
-                                              **kw)
-            self.requests += 1
-            if found:
-                store.write_pages(list(found.values()))
-                repaired += sum(len(revs) for revs in found.values())
-        for page_id in {p for _, p in wanted}:
-            stored[page_id] = self._stored(store, page_id)
-        return proof(shard, listed, stored, repaired)
+    def report(self) -> CensusReport:
+        return CensusReport(cut=wire_time(self.cut), started_at=wire_time(self.started_at), shard_count=self.shards,
+                            listed=self.listed_count, requests=self.requests, listed_whole=self.listed_whole)
 
-    def _stored(self, store: RevisionStore, page_id: int) -> list[int]:
-        return [r.rev_id for r in store.history(self.wiki, page_id, until=self.cut)]
+
+def prove_shard(duty: ShardDuty, client: MediaWikiClient, store: RevisionStore, **kw) -> ShardProof:
+    """One shard of a census proven: its listing read from the store, each listed page's ids compared with those
+    stored up to the cut, what is missing written (50 a request, content when the set stores it), the proof
+    counted after the repair."""
+    wiki, cut = wiki_key(duty.wiki), parse_time(duty.cut)
+
+    def stored_ids(page_id: int) -> list[int]:
+        return [r.rev_id for r in store.history(wiki, page_id, until=cut)]
+
+    listed = store.listing(wiki, listing_key(duty.set_id, duty.started_at), duty.shard)
+    stored = {page_id: stored_ids(page_id) for page_id in listed}
+    missing = {page_id: compare(ids, stored[page_id]).missing for page_id, ids in listed.items()}
+    wanted = sorted((rev_id, page_id) for page_id, ids in missing.items() for rev_id in ids)
+    repaired = requests = 0
+    for i in range(0, len(wanted), MAX_TITLES):
+        chunk = wanted[i:i + MAX_TITLES]
+        found = client.revisions_of_pages({p for _, p in chunk}, [r for r, _ in chunk], content=duty.content, **kw)
+        requests += 1
+        if found:
+            store.write_pages(list(found.values()))
+            repaired += sum(len(revs) for revs in found.values())
+    for page_id in {p for _, p in wanted}:
+        stored[page_id] = stored_ids(page_id)
+    return replace(proof(duty.shard, listed, stored, repaired), requests=requests)

@@ -17,6 +17,7 @@ from shared.hashing import node_id_for
 from shared.wire import Poll, RegistrationAck, ReportPage, StatusReport, SubscriptionSpec, SubscriptionStatus
 from spawn import poll_rounds, report_delta
 from spawn.catch_up import CatchUpReaders
+from spawn.census_shards import ShardProvers
 from spawn.category_members import MembersReaders
 from spawn.dump_duties import DumpRunners
 from spawn.feed_reader import FeedReaders, FollowedWikis
@@ -44,7 +45,8 @@ class Node:
                  metrics: SpawnMetrics | None = None, backoff: Backoff | None = None, clock=time.monotonic,
                  wait=None, budgets: UpstreamBudgets | None = None, feeds: FeedReaders | None = None,
                  followed: FollowedWikis | None = None, dumps: DumpRunners | None = None,
-                 catch_up: CatchUpReaders | None = None, members: MembersReaders | None = None):
+                 catch_up: CatchUpReaders | None = None, members: MembersReaders | None = None,
+                 census: ShardProvers | None = None):
         self.registry = registry
         self.budgets = budgets          # upstream budgets per wiki identity (None: no identity pacing)
         self.feeds = feeds              # the change feeds this node reads for the cluster (None: none)
@@ -52,6 +54,7 @@ class Node:
         self.dumps = dumps              # the dump files this node reads for the cluster (None: none)
         self.catch_up = catch_up        # the sets whose wiki this node reads on from their dump (None: none)
         self.members = members          # the category sets whose members this node lists (None: none)
+        self.census = census            # the census shards this node proves (None: none)
         self.hub = hub
         self.advertise_url = advertise_url.rstrip("/")
         self.node_id = node_id_for(self.advertise_url)
@@ -102,6 +105,8 @@ class Node:
                     self.catch_up.apply(poll.catch_up)
                 if self.members is not None:
                     self.members.apply(poll.members)
+                if self.census is not None:
+                    self.census.apply(poll.census)
             if poll.changes:
                 self._nudge(poll.changes)
             self._round, complete = poll_rounds.receive(self._round, poll.page, poll.assigned)
@@ -192,6 +197,7 @@ class Node:
                             dumps=self.dumps.reports() if self.dumps is not None and first else {},
                             catch_up=self.catch_up.reports() if self.catch_up is not None and first else {},
                             members=self.members.reports() if self.members is not None and first else {},
+                            census=self.census.reports() if self.census is not None and first else (),
                             clock=time.time())      # the wall clock the budget windows are read on
 
     def attachment(self) -> Attachment:
@@ -225,6 +231,8 @@ class Node:
             self.catch_up.stop()
         if self.members is not None:
             self.members.stop()
+        if self.census is not None:
+            self.census.stop()
         self.followed.update(())
         self.attached = False
         self.metrics.attached.set(0)
@@ -299,5 +307,7 @@ class Node:
             self.catch_up.stop()
         if self.members is not None:
             self.members.stop()
+        if self.census is not None:
+            self.census.stop()
         for t in self._threads:
             t.join(2.0)

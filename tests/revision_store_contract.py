@@ -332,3 +332,20 @@ class RevisionStoreContract:
         page_ids = range(1, 13)
         assert stored_state(store, wiki, page_ids, []) == stored_state(store, clean, page_ids, [])
         assert [store.page(wiki, p).revisions for p in page_ids] == [3] * 12
+
+    def test_a_census_listing_is_held_by_shard_until_dropped(self, store, wiki):
+        """spawn.census writes a listing step by step (a page's ids over several steps, one id twice when a step is
+        taken again); any node reads a shard back whole; another census's listing is apart; drop removes it."""
+        store.add_listing(wiki, "set/a", 0, {7: [70, 71], 8: [80]})
+        store.add_listing(wiki, "set/a", 0, {7: [72, 71]})
+        store.add_listing(wiki, "set/a", 1, {9: [90]})
+        store.add_listing(wiki, "set/b", 0, {7: [99]})
+        store.add_listing(wiki, "set/a", 2, {})
+        got = store.listing(wiki, "set/a", 0)
+        assert {p: sorted(set(ids)) for p, ids in got.items()} == {7: [70, 71, 72], 8: [80]}
+        assert sorted(got[7]) == [70, 71, 71, 72]           # as added: the census counts each id once
+        assert {p: list(ids) for p, ids in store.listing(wiki, "set/a", 1).items()} == {9: [90]}
+        assert store.listing(wiki, "set/a", 2) == {}
+        store.drop_listing(wiki, "set/a", 2)
+        assert store.listing(wiki, "set/a", 0) == {} and store.listing(wiki, "set/a", 1) == {}
+        assert {p: list(ids) for p, ids in store.listing(wiki, "set/b", 0).items()} == {7: [99]}

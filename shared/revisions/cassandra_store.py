@@ -13,9 +13,10 @@ counts are acknowledged, by the same argument."""
 import logging
 import struct
 import threading
+from array import array
 from collections import Counter, OrderedDict
 from datetime import datetime
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Iterator, Mapping, Sequence
 
 from cassandra import ConsistencyLevel, DriverException, ProtocolVersion
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, NoHostAvailable, Session
@@ -23,6 +24,7 @@ from cassandra.concurrent import execute_concurrent
 from cassandra.connection import ConnectionException
 from cassandra.policies import DCAwareRoundRobinPolicy, TokenAwarePolicy
 
+from shared.revisions import census_listing_rows
 from shared.revisions.cql_batches import batched
 from shared.revisions.cql_in import chunks, cross_chunks
 from shared.revisions.cql_text import TEXT_CQL, TextWriter, read_text, remove_page_texts, remove_text
@@ -96,6 +98,11 @@ _CQL = {
                      "WHERE wiki = ? AND day = ? AND shard = ? AND rev_ts = ? AND rev_id = ?",
     "hide_user_tag": "UPDATE {ks}.revisions_by_tag SET user_text = null "
                      "WHERE wiki = ? AND tag = ? AND month = ? AND rev_ts = ? AND rev_id = ?",
+    # a census's listing (shared.revisions.census_listing_rows)
+    "listing_add": "INSERT INTO {ks}.census_listing (wiki, census, shard, page_id, first_rev, rev_ids) "
+                   "VALUES (?, ?, ?, ?, ?, ?)",
+    "listing": "SELECT page_id, rev_ids FROM {ks}.census_listing WHERE wiki = ? AND census = ? AND shard = ?",
+    "listing_drop": "DELETE FROM {ks}.census_listing WHERE wiki = ? AND census = ? AND shard = ?",
     **TEXT_CQL,
 }
 READ_PROFILE = "read"
@@ -367,6 +374,26 @@ class CassandraRevisionStore:
     def content(self, wiki: str, rev_id: int) -> str | None:
         """Two single-partition reads: the revision's text row, then its group's dictionary and blob."""
         return read_text(self._ps, self._read, wiki, rev_id)
+
+    # -- a census's listing --------------------------------------------------------------------
+
+    def add_listing(self, wiki: str, census: str, shard: int, pages: Mapping[int, Sequence[int]]) -> None:
+        statements = [(self._ps["listing_add"], (wiki, census, shard, page_id, ids[0], census_listing_rows.pack(ids)))
+                      for page_id, ids in pages.items() if ids]
+        try:
+            self._run(batched(statements, self._replicas))
+        except _DRIVER_ERRORS as exc:
+            raise StoreError(f"writing census {census} shard {shard} failed: {exc}") from exc
+
+    def listing(self, wiki: str, census: str, shard: int) -> dict[int, array]:
+        return census_listing_rows.gathered((row.page_id, row.rev_ids)
+                                            for row in self._read(self._ps["listing"], (wiki, census, shard)))
+
+    def drop_listing(self, wiki: str, census: str, shards: int) -> None:
+        try:
+            self._run([(self._ps["listing_drop"], (wiki, census, shard)) for shard in range(shards)])
+        except _DRIVER_ERRORS as exc:
+            raise StoreError(f"removing census {census} failed: {exc}") from exc
 
     def _read(self, statement, params):
         try:

@@ -9,8 +9,10 @@ import os
 import sqlite3
 import threading
 from datetime import datetime, timezone
-from typing import Iterable, Iterator, Sequence
+from array import array
+from typing import Iterable, Iterator, Mapping, Sequence
 
+from shared.revisions import census_listing_rows
 from shared.revisions.derived import (
     CONTENT_CODEC, EARLIEST, LATEST, PageRows, compress_text, decompress_text, described, missing_parents,
     one_page, page_rows, size_deltas, utc)
@@ -73,6 +75,16 @@ CREATE TABLE IF NOT EXISTS deleted_pages (
   wiki TEXT NOT NULL,
   page_id INTEGER NOT NULL,
   PRIMARY KEY (wiki, page_id)
+);
+-- a census's listing (add_listing, shared.revisions.census_listing_rows)
+CREATE TABLE IF NOT EXISTS census_listing (
+  wiki TEXT NOT NULL,
+  census TEXT NOT NULL,
+  shard INTEGER NOT NULL,
+  page_id INTEGER NOT NULL,
+  first_rev INTEGER NOT NULL,
+  rev_ids BLOB NOT NULL,
+  PRIMARY KEY (wiki, census, shard, page_id, first_rev)
 );
 """
 
@@ -191,12 +203,8 @@ class SQLiteRevisionStore:
             raise StoreError(f"marking {wiki} page {page_id} deleted failed: {exc}") from exc
 
     def mark_restored(self, wiki: str, page_id: int) -> None:
-        conn = self._conn()
-        try:
-            with _transaction(conn):
-                conn.execute("DELETE FROM deleted_pages WHERE wiki = ? AND page_id = ?", (wiki, page_id))
-        except sqlite3.Error as exc:
-            raise StoreError(f"marking {wiki} page {page_id} restored failed: {exc}") from exc
+        self._change(f"marking {wiki} page {page_id} restored",
+                     "DELETE FROM deleted_pages WHERE wiki = ? AND page_id = ?", [(wiki, page_id)])
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -254,6 +262,32 @@ class SQLiteRevisionStore:
         rows = self._query("SELECT codec, body FROM revision_content WHERE wiki = ? AND rev_id = ?",
                            (wiki, rev_id))
         return decompress_text(*rows[0]) if rows else None
+
+    # -- a census's listing --------------------------------------------------------------------
+
+    def add_listing(self, wiki: str, census: str, shard: int, pages: Mapping[int, Sequence[int]]) -> None:
+        self._change(f"writing census {census} shard {shard}",
+                     "INSERT OR REPLACE INTO census_listing VALUES (?, ?, ?, ?, ?, ?)",
+                     [(wiki, census, shard, page_id, ids[0], census_listing_rows.pack(ids))
+                      for page_id, ids in pages.items() if ids])
+
+    def listing(self, wiki: str, census: str, shard: int) -> dict[int, array]:
+        return census_listing_rows.gathered(self._query(
+            "SELECT page_id, rev_ids FROM census_listing WHERE wiki = ? AND census = ? AND shard = ?",
+            (wiki, census, shard)))
+
+    def drop_listing(self, wiki: str, census: str, shards: int) -> None:
+        self._change(f"removing census {census}", "DELETE FROM census_listing WHERE wiki = ? AND census = ?",
+                     [(wiki, census)])
+
+    def _change(self, what: str, sql: str, rows: list[tuple]) -> None:
+        """One statement over `rows`, in one transaction."""
+        conn = self._conn()
+        try:
+            with _transaction(conn):
+                conn.executemany(sql, rows)
+        except sqlite3.Error as exc:
+            raise StoreError(f"{what} failed: {exc}") from exc
 
     def _query(self, sql: str, params: tuple) -> list[tuple]:
         try:

@@ -1,6 +1,7 @@
 """The RevisionStore contract. Implementations: cassandra_store (production), sqlite_store (embedded)."""
-from typing import Iterable, Iterator, Protocol, Sequence
+from array import array
 from datetime import datetime
+from typing import Iterable, Iterator, Mapping, Protocol, Sequence
 
 from shared.revisions.model import PageState, ResumePoint, Revision
 
@@ -57,6 +58,17 @@ class RevisionStore(Protocol):
 
     def wikis(self) -> list[str]:
         """Storage keys of the wikis with stored pages, sorted."""
+
+    def add_listing(self, wiki: str, census: str, shard: int, pages: Mapping[int, Sequence[int]]) -> None:
+        """A census's listing (spawn.census): revision ids the wiki lists for pages of one shard, added to what
+        `census` (shared.census_wire.listing_key) holds there. Written where every node reads it, so
+        any node proves any shard. Writing the same ids again changes nothing."""
+
+    def listing(self, wiki: str, census: str, shard: int) -> dict[int, array]:
+        """{page id: the ids listed for it} of one shard of a census's listing (an id may come twice)."""
+
+    def drop_listing(self, wiki: str, census: str, shards: int) -> None:
+        """Remove a census's listing, every shard below `shards`."""
 
     def close(self) -> None:
         ...

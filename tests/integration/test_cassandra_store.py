@@ -17,7 +17,7 @@ pytestmark = pytest.mark.integration
 
 TABLES = {"revisions_by_page", "page_months", "pages", "pages_by_title", "revisions_by_id",
           "revisions_by_user", "revisions_by_day", "revisions_by_tag", "revision_text", "text_blobs",
-          "text_sha1", "text_groups"}
+          "text_sha1", "text_groups", "census_listing"}
 
 
 class TestCassandraRevisionStore(RevisionStoreContract):
@@ -61,6 +61,9 @@ def test_schema_has_one_table_per_query_with_time_bounded_keys(cassandra_cluster
     assert [c.name for c in tables["revision_text"].partition_key] == ["wiki", "rev_id"]
     assert [c.name for c in tables["text_blobs"].partition_key] == ["wiki", "page_id", "grp"]
     assert [c.name for c in tables["pages"].partition_key] == ["wiki", "page_id"]
+    listing = tables["census_listing"]
+    assert [c.name for c in listing.partition_key] == ["wiki", "census", "shard"]
+    assert listing.options["default_time_to_live"] == 30 * 86400      # what a census cut short leaves goes
 
 
 def test_applying_the_schema_again_is_harmless(cassandra_session, cassandra_keyspace):

@@ -1,9 +1,9 @@
 """The census on real parts: the Chamorro Wikipedia (scripts/services/mediawiki-chwiki.sh) bootstrapped through the
 hub from its dump re-split into 4 gzip files on the local nginx edge, of which the set names only 3, as a user who
 missed a file would. Nothing in the files shows the gap, and the catch-up reads only what is newer than the dump.
-The census lists every revision id the wiki holds (through the identity's budget), finds the left-out file's
-revisions missing in every shard, writes them, and proves each shard: the store then equals the API field by
-field."""
+The set's catch-up reader lists every revision id the wiki holds (through the identity's budget) into Cassandra; the
+hub hands the shards to both nodes by their stable hash; each node finds the left-out file's revisions missing in its
+shards, writes them, and proves them: the store then equals the API field by field."""
 import shutil
 import uuid
 from urllib.parse import urlsplit
@@ -11,6 +11,8 @@ from urllib.parse import urlsplit
 import pytest
 import requests
 
+from blackwidow import census_plan
+from shared.census_wire import listing_key
 from shared.revisions.cassandra_store import CassandraRevisionStore
 from tests.fixtures.chwiki_wiki import DBNAME
 from tests.integration.coordination_support import wait_for
@@ -67,6 +69,11 @@ def test_a_file_left_out_of_a_set_is_found_by_the_census_repaired_and_every_shar
         assert [s["shard"] for s in per_shard] == list(range(SHARDS))
         assert sum(s["wiki"] for s in per_shard) == census["revisions"] == len(truth)
         assert all(s["proven"] and s["stored"] == s["wiki"] and s["repaired"] > 0 for s in per_shard)
+        # proven where the hub sent them: each shard on the node its stable hash names, both nodes at work
+        nodes = sorted(n["id"] for n in hub.get("/v1/nodes")["items"])
+        assert census["nodes"] == 2 and {s["node"] for s in per_shard} == set(nodes)
+        assert all(s["node"] == census_plan.prover(made["id"], census["started_at"], s["shard"], nodes)
+                   for s in per_shard)
         assert sum(s["pages"] for s in per_shard) == len({f["page_id"] for f in truth.values()})
         # the store equals what the API lists, field by field (revision rows keep the title read under)
         assert sorted(stored) == sorted(truth)
@@ -76,6 +83,11 @@ def test_a_file_left_out_of_a_set_is_found_by_the_census_repaired_and_every_shar
         # its cost: one listing request per 500 ids, and at most one repair request per 50 missing per shard
         listing = -(-len(truth) // LISTING)
         assert listing <= census["requests"] <= listing + len(left_out) // REPAIR + SHARDS
+
+        # the reader let go of the listing once the hub held the census finished
+        key = listing_key(made["id"], census["started_at"])
+        wait_for(lambda: all(store.listing(wiki, key, n) == {} for n in range(SHARDS)), 60, 0.5,
+                 "the listing removed")
 
         metrics = requests.get(f"{hub.metrics_url}/metrics", timeout=10).text
         assert f'bw_set_census_shards{{set="{made["id"]}",state="proven"}} {SHARDS}.0' in metrics

@@ -195,3 +195,45 @@ def test_a_reader_that_starts_again_on_its_node_keeps_what_it_wrote():
 ])
 def test_set_state_after_the_dump(states, since, caught_up_to, shown):
     assert dump_plan.set_state(states, True, since, caught_up_to) == shown
+
+
+def test_a_census_listed_whole_sends_its_unproven_shards_to_the_nodes_and_finishes_with_their_proofs():
+    from shared.census_wire import CensusReport, ShardProof, ShardReport
+    from shared.dump_wire import CatchUpReport
+    started = "2026-03-01T12:30:00Z"
+    listing = CensusReport(cut="2026-03-01T12:00:00Z", started_at=started, shard_count=8, listed=40, requests=1)
+    before = catch_up(node="n1", census_running=listing, namespaces=(0,), content=True)
+    assert dump_plan.census_shard_duties(before, {"n1", "n2", "n3"}) == {}     # still listing
+    whole = replace(listing, listed_whole=True)
+    heard = dump_plan.caught_up(before, {"n1": {"s": CatchUpReport("s", census=whole)}}, AT)
+    sent = dump_plan.census_shard_duties(heard, {"n1", "n2", "n3"})
+    duties = [d for ds in sent.values() for d in ds]
+    assert sorted(d.shard for d in duties) == list(range(8)) and len(sent) >= 2     # spread
+    assert all((d.set_id, d.started_at, d.cut, d.identity, d.tenants, d.namespaces, d.content, d.shard_count) ==
+               ("s", started, "2026-03-01T12:00:00Z", "ch.wikipedia.org", ("t",), (0,), True, 8) for d in duties)
+    assert all(census_plan.prover("s", started, d.shard, ["n1", "n2", "n3"]) == node
+               for node, ds in sent.items() for d in ds)
+
+    def proof(n: int) -> ShardProof:
+        return ShardProof(shard=n, pages=1, wiki=5, stored=5, requests=1)
+    # the nodes prove what they were sent; the reader is not polled this tick: the proofs count all the same
+    reports = {node: tuple(ShardReport("s", started, d.shard, proof(d.shard)) for d in ds[:1])
+               for node, ds in sent.items()}
+    part = dump_plan.caught_up(heard, {}, AT, reports)["s"]
+    assert part.census_running is not None and len(part.census_running.shards) == len(sent)
+    left = dump_plan.census_shard_duties({"s": part}, {"n1", "n2", "n3"})
+    assert sorted(d.shard for ds in left.values() for d in ds) == sorted(
+        d.shard for ds in sent.values() for d in ds[1:])
+    # the reader reports its census again (it knows no proofs): the proven shards stay
+    again = dump_plan.caught_up({"s": part}, {"n1": {"s": CatchUpReport("s", census=whole)}}, AT)["s"]
+    assert again.census_running == part.census_running
+    every = {node: tuple(ShardReport("s", started, d.shard, proof(d.shard)) for d in ds)
+             for node, ds in sent.items()}
+    done = dump_plan.caught_up({"s": again}, {}, AT, every)["s"]
+    assert done.census_running is None and done.census_last is not None
+    assert done.census_last.finished_at == "2026-11-25T08:00:00Z" and census_plan.proven(done.census_last)
+    assert {p.node for p in done.census_last.shards} == set(sent) and done.census_last.all_requests == 9
+    assert dump_plan.census_shard_duties({"s": done}, {"n1"}) == {}
+    # the reader is told the census it listed is closed
+    (told,) = dump_plan.catch_up_duties({"s": done}, 3.0, census_plan.Settings(8, 60.0))["n1"]
+    assert told.census_closed == started

@@ -1,17 +1,19 @@
 """spawn.census: the proof, shard by shard, that a set's stored history equals the wiki's. Pure rules by table;
 the steps against answers in MediaWiki 1.39's shape (`responses` stands in for the wiki), the SQLite store real."""
 import json
-import time
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
+from typing import Callable
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import responses
 
-from shared.census_wire import shard_of
+from shared.census_wire import ShardDuty, listing_key, shard_of
+from shared.dump_wire import wire_time
 from shared.revisions.sqlite_store import SQLiteRevisionStore
 from spawn.catch_up import CatchUpReader
-from spawn.census import Census, compare, due, parse_listing, proof
+from spawn.census import Census, compare, due, parse_listing, proof, prove_shard
 from spawn.mediawiki import BadResponse
 from tests.unit.spawn.test_catch_up import API, WIKI, answer, client, duty, rev
 
@@ -94,13 +96,13 @@ def stored(store, page_id: int, *revs: dict) -> None:
                  for r in revs])
 
 
-@pytest.mark.parametrize("spilled", [False, True])
-@responses.activate
-def test_a_census_lists_compares_repairs_and_proves_each_shard(store, tmp_path, spilled):
-    stored(store, 1, rev(11, 0, "2026-01-01T00:00:00Z"), rev(13, 11, "2026-02-01T00:00:00Z"))
-    stored(store, 2, rev(12, 0, "2026-01-02T00:00:00Z"))
-    stored(store, 4, rev(40, 0, "2026-01-03T00:00:00Z"), rev(41, 40, "2026-01-04T00:00:00Z"))
-    stored(store, 1, rev(19, 13, "2026-06-01T00:00:00Z"))        # after the cut: not compared
+def listing_and_repairs(stored_in) -> tuple[list[dict], Callable]:
+    """A wiki of pages 1–4 whose revisions 14 and 15 the store misses and whose 41 it does not list; the callback
+    answers the listing and the repairs, recording each request."""
+    stored(stored_in, 1, rev(11, 0, "2026-01-01T00:00:00Z"), rev(13, 11, "2026-02-01T00:00:00Z"))
+    stored(stored_in, 2, rev(12, 0, "2026-01-02T00:00:00Z"))
+    stored(stored_in, 4, rev(40, 0, "2026-01-03T00:00:00Z"), rev(41, 40, "2026-01-04T00:00:00Z"))
+    stored(stored_in, 1, rev(19, 13, "2026-06-01T00:00:00Z"))        # after the cut: not compared
     listing = [ids_answer({1: [11], 2: [12]}, "a"), ids_answer({1: [13], 2: [14], 3: [15], 4: [40]}, None)]
     repairs = by_id_answer({2: [rev(14, 12, "2026-02-02T00:00:00Z")], 3: [rev(15, 0, "2026-02-03T00:00:00Z")]})
     asked: list[dict] = []
@@ -113,33 +115,47 @@ def test_a_census_lists_compares_repairs_and_proves_each_shard(store, tmp_path, 
             return 200, {}, json.dumps(listing[1 if "arvcontinue" in q else 0])
         assert set(q["revids"].split("|")) <= {"14", "15"}
         return 200, {}, json.dumps(repairs)
-    responses.add_callback(responses.GET, API, callback=answer_for, content_type="application/json")
+    return asked, answer_for
 
-    spill = tmp_path / "census"
-    census = Census(WIKI, CUT, 4, T0, spill=spill if spilled else None)
-    steps = 0
-    while census.step(client(), store, lambda: CUT + timedelta(minutes=5)):
-        steps += 1
-        assert steps < 20
-    report = census.report()
-    assert report.finished_at == "2026-03-01T12:05:00Z" and report.shard_count == 4 and len(report.shards) == 4
-    by_page_shard = {pid: shard_of(pid, 4) for pid in (1, 2, 3, 4)}
-    totals = {s.shard: s for s in report.shards}
-    # every page's shard shows its pages and revisions; 14 and 15 were missing and are written now
-    assert sum(s.wiki for s in report.shards) == 6 == sum(s.stored for s in report.shards)
-    assert sum(s.repaired for s in report.shards) == 2 and sum(s.pages for s in report.shards) == 4
-    # page 4's revision 41 is stored, not listed by the wiki: its shard stays unproven and names it
-    shard4 = totals[by_page_shard[4]]
-    assert (shard4.extra, shard4.extra_ids, shard4.proven) == (1, (41,), False)
-    assert all(s.proven for s in report.shards if s.shard != by_page_shard[4])
-    assert [r.rev_id for r in store.history(WIKI, 3)] == [15] and 14 in [r.rev_id for r in store.history(WIKI, 2)]
-    # two listing requests, and a repair request per shard with something missing
-    assert report.requests == len(asked) == 2 + len({by_page_shard[2], by_page_shard[3]})
-    assert not spill.exists() or list(spill.iterdir()) == []      # a finished census leaves no listing
+
+def shard_duty(census: Census, shard: int) -> ShardDuty:
+    return ShardDuty(set_id=census.set_id, started_at=wire_time(census.started_at), wiki=API, cut=wire_time(CUT),
+                     shard=shard, shard_count=census.shards)
 
 
 @responses.activate
-def test_the_catch_up_reader_runs_its_census_once_caught_up_and_reports_it(store):
+def test_a_census_lists_into_the_store_and_each_shard_is_proven_apart(store):
+    asked, answer_for = listing_and_repairs(store)
+    responses.add_callback(responses.GET, API, callback=answer_for, content_type="application/json")
+    census = Census("set", WIKI, CUT, 4, T0, store)
+    assert census.step(client()) is False               # two requests: whole in one step
+    report = census.report()
+    assert (report.listed_whole, report.listed, report.requests, report.finished_at) == (True, 6, 2, None)
+    assert census.step(client()) is False and len(asked) == 2       # nothing more to list
+    # any node proves any shard from what the store holds (each shard alone, in any order)
+    proofs = {n: prove_shard(shard_duty(census, n), client(), store) for n in (3, 1, 0, 2)}
+    by_page_shard = {pid: shard_of(pid, 4) for pid in (1, 2, 3, 4)}
+    # every page's shard shows its pages and revisions; 14 and 15 were missing and are written now
+    assert sum(p.wiki for p in proofs.values()) == 6 == sum(p.stored for p in proofs.values())
+    assert sum(p.repaired for p in proofs.values()) == 2 and sum(p.pages for p in proofs.values()) == 4
+    # page 4's revision 41 is stored, not listed by the wiki: its shard stays unproven and names it
+    shard4 = proofs[by_page_shard[4]]
+    assert (shard4.extra, shard4.extra_ids, shard4.proven) == (1, (41,), False)
+    assert all(p.proven for n, p in proofs.items() if n != by_page_shard[4])
+    assert [r.rev_id for r in store.history(WIKI, 3)] == [15] and 14 in [r.rev_id for r in store.history(WIKI, 2)]
+    # a repair request per shard with something missing, counted by its shard
+    repairing = {by_page_shard[2], by_page_shard[3]}
+    assert {n for n, p in proofs.items() if p.requests} == repairing
+    assert len(asked) == 2 + len(repairing) == 2 + sum(p.requests for p in proofs.values())
+    # proven again: nothing more to write
+    again = prove_shard(shard_duty(census, by_page_shard[3]), client(), store)
+    assert (again.repaired, again.requests, again.proven) == (0, 0, True)
+    census.close()
+    assert all(store.listing(WIKI, census.key, n) == {} for n in range(4))
+
+
+@responses.activate
+def test_the_reader_lists_once_caught_up_and_lets_go_when_the_hub_holds_it_finished(store):
     stored(store, 1, rev(11, 0, "2026-01-01T00:00:00Z"))
 
     def answer_for(request):
@@ -151,34 +167,19 @@ def test_the_catch_up_reader_runs_its_census_once_caught_up_and_reports_it(store
 
     reader = CatchUpReader(duty(census_shards=2), client(), store)
     assert reader.read_once() is False and reader.report().census is None
-    while reader.census_step():
-        pass
+    assert reader.census_step() is False            # listed whole in one step
     census = reader.report().census
-    assert census is not None and census.finished_at is not None and census.cut == "2026-03-01T12:00:00Z"
-    assert [s.proven for s in census.shards] == [True, True] and sum(s.wiki for s in census.shards) == 1
-    # done: not again before its interval, though the hub's duty (not yet told) says "at once"
+    assert census is not None and census.listed_whole and census.finished_at is None
+    assert census.cut == "2026-03-01T12:00:00Z" and census.listed == 1 and census.shards == ()
+    key = listing_key(reader.duty.set_id, census.started_at)
+    assert sum(len(store.listing(WIKI, key, n)) for n in range(2)) == 1
+    # the shards are proven elsewhere: the reader waits, its report unchanged
     assert reader.census_step() is False and reader.report().census == census
-
-
-@responses.activate
-def test_a_reader_stopped_in_the_middle_of_a_census_leaves_no_listing_behind(store, tmp_path):
-    def answer_for(request):
-        q = {k: v[0] for k, v in parse_qs(urlsplit(request.url).query).items()}
-        if q.get("list") == "allrevisions":         # a listing that goes on and on
-            return 200, {}, json.dumps(ids_answer({1: [11]}, "more"))
-        return 200, {}, json.dumps(answer([], None, now="2026-03-01T12:00:00Z"))
-    responses.add_callback(responses.GET, API, callback=answer_for, content_type="application/json")
-
-    spill = tmp_path / "census"
-    reader = CatchUpReader(duty(census_shards=2), client(), store, spill)
-    reader.start()
-    deadline = time.monotonic() + 10
-    while not (spill.exists() and any(spill.iterdir())) and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert reader.report().census is not None and any(spill.iterdir())
-    reader.stop()
-    reader.join(5)
-    assert list(spill.iterdir()) == []
+    # the hub holds it finished: the listing goes, and none starts again before its interval
+    reader.retune(replace(reader.duty, census_closed=census.started_at))
+    assert reader.census_step() is False and reader.report().census is None
+    assert all(store.listing(WIKI, key, n) == {} for n in range(2))
+    assert reader.census_step() is False and reader.report().census is None
 
 
 def test_no_census_without_shards_or_before_caught_up(store):
