@@ -140,7 +140,11 @@ def test_a_whole_wiki_from_split_dumps_with_a_node_killed_in_the_middle(
         assert sum(1 for _ in store.revisions(WIKI)) == REVISIONS
         metrics = requests.get(f"{hub.metrics_url}/metrics", timeout=10).text
         assert f'bw_set_dump_revisions_written{{set="{created["id"]}"}} {float(REVISIONS)}' in metrics
-        assert f'bw_set_dump_files{{set="{broken["id"]}",state="failed"}} 1.0' in metrics
+        # the missing file is tried again after its backoff (pending, then reading, then failed again): it shows
+        # failed between the tries
+        failed = f'bw_set_dump_files{{set="{broken["id"]}",state="failed"}} 1.0'
+        wait_for(lambda: failed in requests.get(f"{hub.metrics_url}/metrics", timeout=10).text, 60, 0.2,
+                 "the missing file shown failed")
 
 
 @dataclass(frozen=True)
