@@ -128,7 +128,10 @@ class Census:
             self.requests += 1
             self.listing.add(pages)
             self.listed_count += sum(len(ids) for ids in pages.values())
-            self.cont = cont if cont is not None else self.cont     # whole only once flushed
+            if cont is not None:
+                self.cont = cont
+        # whole only once written: a flush that fails leaves the last answer to be read again (its ids come twice,
+        # which the comparison counts once)
         self.listing.flush()
         if cont is None:
             self.cont = None

@@ -248,9 +248,11 @@
   }
 
   // the set's proof that its stored history equals the wiki's: shards proven at the last census, or the one running
+  // (its reader listing the wiki, then its shards proven on the nodes)
   function censusText(c) {
     if (!c) return el("span", "—", "muted");
-    if (c.running) return el("span", "running " + count(c.running.shards_done) + " / " + count(c.running.shards));
+    if (c.running && !c.running.listed_whole) return el("span", "listing: " + count(c.running.listed) + " ids");
+    if (c.running) return el("span", "proving " + count(c.running.shards_done) + " / " + count(c.running.shards));
     return chip(count(c.last.proven_shards) + " / " + count(c.last.shards) + " proven", c.state);
   }
 
