@@ -104,13 +104,14 @@ class Settlement:
 
 def decide(snap: Snapshot, polled: Polled, leases: leasing.LeaseRound, rules: Rules, now: datetime, *,
            previous_live: frozenset[str] | None, memory: leasing.QuotaMemory,
-           scope: frozenset[str] | None = None, paced: rebalance.Routing | None = None) -> Decision:
+           scope: frozenset[str] | None = None, paced: rebalance.Routing | None = None,
+           memo: router.RendezvousMemo | None = None) -> Decision:
     """Everything the tick concludes from the polls: liveness, reported status, routing and the plan of sends.
     `previous_live`: the node set the last tick routed over (None: unknown, a new leader: not a hard reload).
     `memory` holds consumption rates between ticks and is updated here (never safety state).
     `scope`: look only at these ids (blackwidow.tick_scope: the rest is as the last tick left it); None: at
     every subscription. `paced`: modulo routing moving band by band (blackwidow.rebalance), its newest layer
-    over `live`."""
+    over `live`. `memo`: the scheduler's rendezvous memo (router.RendezvousMemo; None: none kept)."""
     nodes, live = liveness(snap, polled, rules)
     reported = polled.by_node()
 
@@ -139,7 +140,7 @@ def decide(snap: Snapshot, polled: Polled, leases: leasing.LeaseRound, rules: Ru
     used_up = limits.exhausted(quotas, ((sub.spec.tenant_id, revisions.get(sid, sub.revisions))
                                         for sid, sub in snap.subscriptions.items()
                                         if sub.spec.tenant_id in quotas)) if quotas else {}
-    routed = router.assign(schedulable, live, rules.routing, partial=scope is not None, paced=paced)
+    routed = router.assign(schedulable, live, rules.routing, partial=scope is not None, paced=paced, memo=memo)
     desired = routed
     hard = previous_live is not None and live != previous_live
     ids = snap.assignments.keys() if scope is None else scope

@@ -73,6 +73,10 @@ class PollerState:
     cost: rebalance.Cost = field(default_factory=rebalance.Cost)     # what ticks take, to size paced steps
     # the nodes this scheduler has not yet taken over (blackwidow.takeover); None: none or no takeover
     taking_over: takeover.Takeover | None = None
+    # each source's rendezvous winner over the nodes routed last (router.RendezvousMemo): this scheduler's own,
+    # emptied when it reads its snapshot whole (its route keys are the old snapshot's strings: kept beside the
+    # new ones they would cost a second copy of each, about 100 MB at a million)
+    rendezvous: router.RendezvousMemo = field(default_factory=router.RendezvousMemo)
 
 
 @dataclass(frozen=True)
@@ -149,6 +153,8 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
         else:
             fencing.check(session, state.fence)
         before = quota_store.load(session)
+        if state.cache is None:
+            state.rendezvous.clear()
         state.cache, written = _snapshot(session, state.cache)
         snap = leasing.mark_leased(state.cache.snapshot, leasing.leased_tenants(before))
         upstream = identities.load(session, reported={i for uses in state.uses.values() for i in uses})
@@ -202,7 +208,8 @@ def poll_once(sessionmaker, spawn_client: SpawnClient, config: HubConfig,
     scope = _scope(state, snap, polled, after_polls, leasing.leased_tenants(before), written, pace, rules, taking)
     decision = decide(snap, polled, leases, rules, at,
                       previous_live=state.routed_nodes if state.routed_nodes is not None else live_ids,
-                      memory=state.quota, scope=scope, paced=pace.routing if pace is not None else None)
+                      memory=state.quota, scope=scope, paced=pace.routing if pace is not None else None,
+                      memo=state.rendezvous)
     _log_decision(snap, decision)
     stages.end("decide")
     with sessionmaker.begin() as session:
@@ -376,7 +383,6 @@ def _snapshot(session, cached: Cached | None) -> tuple[Cached, frozenset[str] | 
     next tick, never missed. Also the ids read again (None: every row was)."""
     seq = changes.head(session)
     if cached is None:
-        router.forget()
         return Cached(store.load_snapshot(session), seq), None
     ids = frozenset(changes.since(session, cached.seq, seq))
     return Cached(store.refresh_snapshot(session, cached.snapshot, ids), seq), ids

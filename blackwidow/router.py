@@ -101,7 +101,7 @@ def _mix_in_place(x: "np.ndarray") -> None:
     x ^= x >> np.uint64(33)
 
 
-class _RendezvousMemo:
+class RendezvousMemo:
     """Each source's winning node over the node set routed last, kept between calls: a call on the same nodes
     costs a lookup per source, a joining node a weight per source and holder, a leaving node a full
     recomputation only of the sources it held. The results are node_for()'s exactly: the best over a set is
@@ -152,30 +152,21 @@ class _RendezvousMemo:
         return self.assign({s: s for s in sources}, ordered, forget)
 
 
-_rendezvous = _RendezvousMemo()
-
-
-def forget() -> None:
-    """Drop what rendezvous remembers. For a scheduler that reads its snapshot whole again: the memo's route
-    keys are the old snapshot's strings, and kept beside the new one's they cost a second copy of each (about
-    100 MB at a million); the winners are weighed again as the ticks ask for them."""
-    _rendezvous.clear()
-
-
 def assign(subscriptions: Mapping[str, str], nodes: Iterable[str],
            strategy: str = MODULO, partial: bool = False,
-           paced: "rebalance.Routing | None" = None) -> dict[str, str]:
+           paced: "rebalance.Routing | None" = None, memo: RendezvousMemo | None = None) -> dict[str, str]:
     """{subscription_id: source_uuid} and live node ids -> {subscription_id: node_id}.
 
     With no live nodes nothing is assigned (an empty dict). `partial`: these are only some of the routed
     subscriptions (a steady tick's few), so rendezvous keeps what it knows of the others. `paced`: under
     modulo, the layers a node-set change moves through band by band (blackwidow.rebalance); its newest
-    layer's nodes must be `nodes`."""
+    layer's nodes must be `nodes`. `memo`: what rendezvous remembers between the calls of one scheduler
+    (its PollerState's); None: nothing kept, every winner weighed."""
     ordered = sorted(set(nodes))
     if not ordered:
         return {}
     if strategy == RENDEZVOUS:
-        return _rendezvous.assign(subscriptions, ordered, forget=not partial)
+        return (memo or RendezvousMemo()).assign(subscriptions, ordered, forget=not partial)
     if paced is not None and paced.moving and paced.layers[0].nodes != tuple(ordered):
         raise ValueError("paced routing must end on the live nodes")
 

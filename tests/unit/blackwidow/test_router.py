@@ -95,8 +95,8 @@ def test_rendezvous_weight_of_two_nodes_with_one_hash_goes_to_the_greater_id(mon
 
 
 def test_rendezvous_memo_follows_joins_and_leaves_as_a_fresh_computation():
-    from blackwidow.router import _RendezvousMemo
-    memo = _RendezvousMemo()
+    from blackwidow.router import RendezvousMemo
+    memo = RendezvousMemo()
     sources = sorted(set(SUBS.values()))[:1500]
     for nodes in (NODES[:4], NODES[:6], NODES[1:6], NODES[1:6], [NODES[0], NODES[9]], NODES):
         ordered = sorted(nodes)
@@ -108,8 +108,8 @@ def test_rendezvous_memo_follows_joins_and_leaves_as_a_fresh_computation():
 
 
 def test_a_partial_call_across_a_node_set_change_forgets_what_it_was_not_asked_and_stays_exact():
-    from blackwidow.router import _RendezvousMemo
-    memo = _RendezvousMemo()
+    from blackwidow.router import RendezvousMemo
+    memo = RendezvousMemo()
     sources = sorted(set(SUBS.values()))[:1500]
     memo.route(sources, sorted(NODES[:5]))
     asked = sources[:40]
@@ -122,8 +122,8 @@ def test_a_partial_call_across_a_node_set_change_forgets_what_it_was_not_asked_a
 
 
 def test_a_whole_call_forgets_sources_no_longer_routed_once_they_outnumber_the_subscriptions():
-    from blackwidow.router import _RendezvousMemo
-    memo = _RendezvousMemo()
+    from blackwidow.router import RendezvousMemo
+    memo = RendezvousMemo()
     sources = sorted(set(SUBS.values()))[:100]
     four = sorted(NODES[:4])
     memo.route(sources, four)
@@ -150,14 +150,17 @@ def test_winning_nodes_are_the_winners_nodes():
     assert list(router.winning_nodes([], NODES)) == []
 
 
-def test_forgetting_the_memo_keeps_routing_exact():
+def test_a_schedulers_memo_is_its_own_and_clearing_it_keeps_routing_exact():
     from blackwidow import router
     sources = sorted(set(SUBS.values()))[:200]
     ordered = sorted(NODES[:5])
-    before = router.assign({s: s for s in sources}, ordered, RENDEZVOUS)
-    router.forget()
-    assert router._rendezvous._best == {}
-    assert router.assign({s: s for s in sources[:20]}, ordered, RENDEZVOUS, partial=True) == \
+    memo, other = router.RendezvousMemo(), router.RendezvousMemo()
+    before = router.assign({s: s for s in sources}, ordered, RENDEZVOUS, memo=memo)
+    assert len(memo._best) == 200 and other._best == {}         # nothing shared between schedulers
+    assert router.assign({s: s for s in sources}, ordered, RENDEZVOUS) == before     # none kept: the same
+    memo.clear()
+    assert memo._best == {}
+    assert router.assign({s: s for s in sources[:20]}, ordered, RENDEZVOUS, partial=True, memo=memo) == \
         {s: before[s] for s in sources[:20]}
-    assert router.assign({s: s for s in sources}, sorted(NODES[:6]), RENDEZVOUS) == \
+    assert router.assign({s: s for s in sources}, sorted(NODES[:6]), RENDEZVOUS, memo=memo) == \
         {s: node_for(s, sorted(NODES[:6]), RENDEZVOUS) for s in sources}

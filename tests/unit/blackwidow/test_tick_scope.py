@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from blackwidow import poll_pages, rebalance, reload, takeover, tick_scope
+from blackwidow import poll_pages, rebalance, reload, router, takeover, tick_scope
 from blackwidow.decide import Polled, Rules, decide, liveness, settle
 from blackwidow.quota.arithmetic import Params
 from blackwidow.quota.leasing import LeaseRound, QuotaMemory
@@ -180,6 +180,7 @@ class Hub:
         self.pace: rebalance.Step | None = None
         self.banded: list[str] = []
         self.live: frozenset[str] = frozenset()
+        self.memo = router.RendezvousMemo()
 
     def holdings(self) -> dict[str, set[str]]:
         snap = self.world.snap
@@ -207,9 +208,12 @@ class Hub:
                                 written=written, reported=reported, moved=moved, banded=self.banded)
 
     def decide(self, polled: Polled, now: datetime, scope: frozenset[str] | None = None):
+        """A scoped decision is the scheduler's, with its rendezvous memo; a whole one, to compare with, weighs
+        every winner afresh."""
         return decide(self.world.snap, polled, no_leases(now), self.rules, now,
                       previous_live=self.routed_over or self.live, memory=QuotaMemory(), scope=scope,
-                      paced=self.pace.routing if self.pace is not None else None)
+                      paced=self.pace.routing if self.pace is not None else None,
+                      memo=self.memo if scope is not None else None)
 
     def settled(self, written: frozenset[str], settlement, scoped, polled: Polled, silent: set[str]) -> None:
         """The tick's writes applied, and what the next tick goes on from."""
