@@ -255,8 +255,9 @@ def census_shard_duties(sets: Mapping[str, CatchUpState], live: Iterable[str]) -
         return {}
     for sid, s in sorted(sets.items()):
         running = s.census_running
+        if running is None:
+            continue
         for shard in census_plan.unproven(running):
-            assert running is not None
             node = census_plan.prover(sid, running.started_at, shard, nodes)
             out.setdefault(node, []).append(ShardDuty(
                 set_id=sid, started_at=running.started_at, wiki=s.wiki, cut=running.cut, shard=shard,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from shared.errors import ValidationError
 from shared.hashing import stable_hash
 from shared.wire_fields import required
-from shared.wire_values import count_field, iso_field, namespaces_field, shard_count_field
+from shared.wire_values import count_field, iso_field, namespaces_field, shard_count_field, tenants_field
 
 MAX_IDS = 20        # revision ids a shard names of what differs: enough to look at, bounded whatever the size
 MAX_SHARDS = 256        # a finished census reports every shard in each status report: keep that small
@@ -149,12 +149,9 @@ class ShardDuty:
         shard = _count(body, "shard")
         if shard >= count:
             raise ValidationError("'shard' must be below 'shard_count'", field="shard")
-        tenants = required(body, "tenants", list, optional=True, default=[])
-        if not all(isinstance(t, str) for t in tenants):
-            raise ValidationError("'tenants' must be a list of ids", field="tenants")
         return cls(set_id=required(body, "set_id", str), started_at=iso_field(body, "started_at"),
                    wiki=required(body, "wiki", str), cut=iso_field(body, "cut"), shard=shard, shard_count=count,
-                   identity=required(body, "identity", str, optional=True), tenants=tuple(tenants),
+                   identity=required(body, "identity", str, optional=True), tenants=tenants_field(body),
                    namespaces=namespaces_field(body),
                    content=required(body, "content", bool, optional=True, default=False))
 

@@ -21,7 +21,7 @@ from shared.wire_fields import required
 from shared.wire_values import count_field as _count
 from shared.wire_values import iso_field as _iso
 from shared.wire_values import namespaces_field
-from shared.wire_values import parse_time, wire_time
+from shared.wire_values import parse_time, tenants_field, wire_time
 
 __all__ = ["parse_time", "wire_time"]       # where the dump shapes' users take them from
 
@@ -174,13 +174,10 @@ class CatchUpDuty:
 
     @classmethod
     def from_dict(cls, body: dict) -> "CatchUpDuty":
-        tenants = required(body, "tenants", list, optional=True, default=[])
-        if not all(isinstance(t, str) for t in tenants):
-            raise ValidationError("'tenants' must be a list of ids", field="tenants")
         interval = _positive(body, "interval_s", 3.0)
         return cls(set_id=required(body, "set_id", str), wiki=required(body, "wiki", str),
                    since=_iso(body, "since"), identity=required(body, "identity", str, optional=True),
-                   tenants=tuple(tenants), position=_iso(body, "position", optional=True),
+                   tenants=tenants_field(body), position=_iso(body, "position", optional=True),
                    content=required(body, "content", bool, optional=True, default=False), interval_s=float(interval),
                    namespaces=namespaces_field(body), census_shards=_census_shards(body),
                    census_after=_iso(body, "census_after", optional=True),

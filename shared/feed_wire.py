@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from shared.errors import ValidationError
 from shared.wire_fields import required
+from shared.wire_values import tenants_field
 
 # What a changed page needs from its source:
 HIDE = "hide"               # only remove the fields revision deletion hid (`hide`): no request to the wiki
@@ -95,11 +96,8 @@ class FeedDuty:
         interval = required(body, "interval_s", (int, float))
         if isinstance(interval, bool) or interval <= 0:
             raise ValidationError("'interval_s' must be positive", field="interval_s")
-        tenants = required(body, "tenants", list, optional=True) or []
-        if not all(isinstance(t, str) for t in tenants):
-            raise ValidationError("'tenants' must be a list of ids", field="tenants")
         return cls(position=required(body, "position", str, optional=True), interval_s=float(interval),
-                   identity=required(body, "identity", str, optional=True), tenants=tuple(tenants))
+                   identity=required(body, "identity", str, optional=True), tenants=tenants_field(body))
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from typing import Iterable, Sequence
 
 from shared.errors import ValidationError
 from shared.wire_fields import required
+from shared.wire_values import tenants_field
 
 PART = 2_000            # members per report: ~100 KB of JSON
 
@@ -92,9 +93,6 @@ class MembersDuty:
 
     @classmethod
     def from_dict(cls, body: dict) -> "MembersDuty":
-        tenants = required(body, "tenants", list, optional=True, default=[])
-        if not all(isinstance(t, str) for t in tenants):
-            raise ValidationError("'tenants' must be a list of ids", field="tenants")
         interval = required(body, "interval_s", (int, float), optional=True, default=300.0)
         if isinstance(interval, bool) or not 0 < interval < math.inf:
             raise ValidationError("'interval_s' must be positive", field="interval_s")
@@ -106,7 +104,7 @@ class MembersDuty:
             raise ValidationError("'next_part' must be 0 or more", field="next_part")
         return cls(set_id=required(body, "set_id", str), wiki=required(body, "wiki", str),
                    category=required(body, "category", str), depth=depth,
-                   identity=required(body, "identity", str, optional=True), tenants=tuple(tenants),
+                   identity=required(body, "identity", str, optional=True), tenants=tenants_field(body),
                    interval_s=float(interval), held=required(body, "held", str, optional=True),
                    receiving=required(body, "receiving", str, optional=True), next_part=next_part)
 

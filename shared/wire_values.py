@@ -54,3 +54,11 @@ def shard_count_field(body: object, most: int) -> int:
     if not 1 <= count <= most:
         raise ValidationError(f"'shard_count' must be 1 to {most}", field="shard_count")
     return count
+
+
+def tenants_field(body: object) -> tuple[str, ...]:
+    """`tenants`: the tenant ids a duty's requests are paced for; absent: none."""
+    tenants = required(body, "tenants", list, optional=True) or []
+    if not all(isinstance(t, str) for t in tenants):
+        raise ValidationError("'tenants' must be a list of ids", field="tenants")
+    return tuple(tenants)

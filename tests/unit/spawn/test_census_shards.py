@@ -1,14 +1,13 @@
 """spawn.census_shards: a node proves the census shards the hub names, one at a time, reports each proof until the
 hub stops naming it, and reports a failure and tries again. The SQLite store real; `responses` stands in for the
 wiki's repair answers."""
-import time
-
 import responses
 
 from shared.census_wire import ShardDuty, listing_key
 from shared.revisions.store import StoreError
 from spawn.census_shards import ShardProvers
 from tests.unit.spawn.test_catch_up import API, WIKI, client, store  # noqa: F401 (a fixture)
+from tests.support.processes import wait_for
 from tests.unit.spawn.test_census import by_id_answer, rev, stored
 
 START = "2026-03-01T12:30:00Z"
@@ -19,14 +18,8 @@ def duty(shard: int, set_id: str = "s1") -> ShardDuty:
                      shard_count=2)
 
 
-def wait_until(check, timeout: float = 10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = check()
-        if got:
-            return got
-        time.sleep(0.01)
-    raise AssertionError("not reached in time")
+def wait_until(check):
+    return wait_for(check, 10.0, 0.01, "the provers' reports")
 
 
 def listed(into, shard: int, pages: dict[int, list[int]]) -> None:
