@@ -2,8 +2,12 @@
 content) against a bare mwxml parse of the same files that stores nothing: requests streaming from the local edge,
 bzip2 decompression, mwxml walking every revision. The files are the real Chamorro Wikipedia full-history dump
 (13,598 revisions) re-split into 4 bzip2 files by page range, served by the local nginx edge. Every path runs
-`--rounds` times (3), the rounds interleaved, the bare parse first in each; each row is a path's median run and the
-ratio is against the bare parse's median (single runs on a shared 2-core machine vary by half).
+`--rounds` times (5), the rounds interleaved, the bare parse first in each; each row is a path's median run. Single
+runs on a shared 2-core machine vary by half, and the machine's speed drifts over minutes, so the goal is judged on
+the rounds' own ratios (each round's ingest against the bare parse run just before it), their median; the ratio of
+the two medians is shown beside it. Before the timed rounds one untimed round of the bare parse and the ingest
+warms the Cassandra server: a JVM a minute old spends two to four times the CPU on the same writes while it
+compiles, which a spawn writing to a running cluster does not see.
 
 The ingest walks each file in a child process, as the spawn does (spawn.dump_parse; its forkserver started
 before the timed runs, as in a running spawn). Beside it, runs show where its time goes: the ingest with its rows
@@ -166,6 +170,21 @@ def one_round(n: int, urls: list[str], http: requests.Session, in_child, runs: d
         store.close()
 
 
+def warm_up(urls: list[str], http: requests.Session, in_child) -> None:
+    """One untimed bare parse and metadata ingest (the server's JIT, the edge's and the page cache's first reads)."""
+    bare_parse(http, urls)
+    with cassandra_keyspace("bw_bench_dump_warm") as (session, keyspace), tempfile.TemporaryDirectory() as state:
+        store = CassandraRevisionStore(session, keyspace)
+        DumpIngest(urls, wiki="warm.ch.wikipedia.org", store=store, checkpoint=Checkpoint(Path(state) / "cp.json"),
+                   http=http, expected=ExpectedSite(dbname="chwiki"), session_factory=in_child).run()
+        store.close()
+
+
+def round_ratios(bare: list[Run], ingest: list[Run]) -> list[float]:
+    """Each round's ingest rate against the same round's bare parse rate."""
+    return [(i[0] / i[1]) / (b[0] / b[1]) for b, i in zip(bare, ingest)]
+
+
 def median_run(runs: list[Run]) -> Run:
     return sorted(runs, key=lambda r: r[1])[len(runs) // 2]
 
@@ -173,7 +192,7 @@ def median_run(runs: list[Run]) -> Run:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--parts", type=int, default=4)
-    parser.add_argument("--rounds", type=int, default=3, help="every path this many times, interleaved")
+    parser.add_argument("--rounds", type=int, default=5, help="every path this many times, interleaved")
     args = parser.parse_args()
     folder, urls = publish(args.parts)
     http = requests.Session()
@@ -183,6 +202,7 @@ def main() -> None:
     size = sum(p.stat().st_size for p in folder.iterdir())
     runs: dict[str, list[Run]] = {}
     try:
+        warm_up(urls, http, in_child)
         for n in range(args.rounds):
             one_round(n, urls, http, in_child, runs)
     finally:
@@ -196,14 +216,20 @@ def main() -> None:
                      f"{revisions / seconds:,.0f}", cpu_s, walk_s if label != BARE else "-",
                      server_s if label != BARE else "-", f"{revisions / seconds / bare_rate:.0%}"))
     ingested = median_run(runs[INGEST])
-    ratio = ingested[0] / ingested[1] / bare_rate
+    of_medians = ingested[0] / ingested[1] / bare_rate
+    per_round = round_ratios(runs[BARE], runs[INGEST])
+    ratio = sorted(per_round)[len(per_round) // 2]
     print(heading(11, "Dump ingest: revisions/s from XML dumps into Cassandra"))
     print(f"The Chamorro Wikipedia full-history dump ({bare[0]:,} revisions) in {args.parts} bzip2 files "
           f"({size / 1e6:.1f} MB) streamed from the local nginx edge; a throwaway keyspace (replication 1). "
-          f"Every path ran {args.rounds} times, the rounds interleaved; each row is its median run.\n")
+          f"Every path ran {args.rounds} times, the rounds interleaved, after one untimed round that warms the server; "
+          f"each row is its median run.\n")
     print(table(("path", "revisions", "seconds (median)", "every run s", "revisions/s", "client CPU s",
                  "of which walk process", "Cassandra CPU s", "of bare parse"), rows, right=(1, 2, 3, 4, 5, 6, 7, 8)))
-    print(f"\nGoal ≥ {GOAL:.0%} of the bare mwxml parse (metadata ingest): {ratio:.0%} — {verdict(ratio >= GOAL)}")
+    print(f"\nThe metadata ingest against the bare parse of its own round, round by round: "
+          f"{' / '.join(f'{r:.0%}' for r in per_round)}; the ratio of the two medians: {of_medians:.0%}.")
+    print(f"\nGoal ≥ {GOAL:.0%} of the bare mwxml parse (metadata ingest, the median of the rounds' ratios): "
+          f"{ratio:.0%} — {verdict(ratio >= GOAL)}")
 
 
 if __name__ == "__main__":

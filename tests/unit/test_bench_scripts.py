@@ -94,3 +94,14 @@ class _Stored:
 def test_ring_harvest_counts_a_history_complete_only_when_it_equals_the_wiki(sha1s, counted, expected, problems):
     from bench.ring_harvest import history_problems
     assert len(history_problems(_Stored(sha1s, counted), "w", expected)) == problems
+
+
+@pytest.mark.parametrize("bare, ingest, want", [
+    # the same rate in each round
+    ([(100, 1.0, "", "", "")], [(100, 1.0, "", "", "")], [1.0]),
+    # a round on a slower minute is judged against its own bare parse, not another round's
+    ([(100, 1.0, "", "", ""), (100, 2.0, "", "", "")], [(100, 2.0, "", "", ""), (100, 2.5, "", "", "")], [0.5, 0.8]),
+])
+def test_dump_ingest_judges_each_round_against_its_own_bare_parse(bare, ingest, want):
+    from bench.dump_ingest import round_ratios
+    assert round_ratios(bare, ingest) == pytest.approx(want)
