@@ -3,8 +3,10 @@
 Each tick, every slot whose current hold ends within `horizon_s` (or that is free) gets its next hold of
 `window_s`: the node that keeps it has its hold extended without a gap; another node starts `handover_s`
 after the previous hold ends. The next holder is, in order: a node with freshness demand that holds no
-slot; else the node furthest below its weighted share of slot-time over the last `cycle_s` (the current
-holder keeps the slot while it is within `keep_s` of that). A node's share is the sum, over tenants,
+slot, unless the last `fresh_run` turns all went to such nodes while a node without freshness work waited
+(then that node's turn comes, and is not asked back for `backfill_turn_s`); else the node furthest below its
+weighted share of slot-time over the last `cycle_s` (the current holder keeps the slot while it is within
+`keep_s` of that). A node's share is the sum, over tenants,
 of the tenant's weighted share (weight over the weights of tenants with demand) split across nodes by the
 tenant's waiting sources. A node holds at most as many slots at once as it has sources waiting. Nothing
 starts before a pause ends. Holds already written (by this or an earlier leader) are never moved or cut.
@@ -29,6 +31,12 @@ class Params:
     # share: every handover idles the slot for the gap plus the clock-skew margins at both ends
     keep_s: float = 15.0
     pause_jitter_s: float = 2.0    # a node resumes after a pause up to this much later than the others
+    # turns in a row for nodes with freshness work while a node with only backfill waits: the next is
+    # backfill's (the spawn's FRESH_RUN, spawn/budget_rules.py, is the same rule among one node's sources)
+    fresh_run: int = 4
+    # a backfill turn is not asked back before its hold has run this long (a poll): asked at once, its
+    # holder would start no request; asked after, it lasts about as long as a fresh node's turn
+    backfill_turn_s: float = 2.0
 
 
 @dataclass(frozen=True)
@@ -63,6 +71,29 @@ def fresh_turns(demand: Mapping[str, Demand]) -> frozenset[str]:
     give_back_asks()."""
     fresh_anywhere = any(d.has_fresh for d in demand.values())
     return frozenset(n for n, d in demand.items() if d.fresh_turn(fresh_anywhere))
+
+
+def _turns_before(holds: Iterable[Hold], start: float, n: int) -> list[Hold]:
+    """The last `n` turns granted before `start`: holds by start (an extended hold is one turn)."""
+    return sorted((h for h in holds if h.start < start), key=lambda h: (h.start, h.slot), reverse=True)[:n]
+
+
+def backfill_due(holds: Sequence[Hold], turns: frozenset[str], p: Params) -> bool:
+    """Whether the next turn goes past the nodes with freshness work: the last `fresh_run` turns all went to
+    them. Freshness goes first but never for good, across nodes as among one node's sources: with two nodes
+    or more that always have some, a node with only backfill would otherwise never hold the slot."""
+    last = _turns_before(holds, math.inf, p.fresh_run)
+    return len(last) == p.fresh_run and all(h.node in turns for h in last)
+
+
+def backfill_turn(hold: Hold, holds: Sequence[Hold], turns: frozenset[str], now: float, p: Params) -> bool:
+    """Whether `hold` is a backfill turn that is not asked back yet: its node has no freshness work, the
+    `fresh_run` turns before it all went to nodes with some, and it began less than `backfill_turn_s` ago (a
+    holder asked back at once would start no backfill request: spawn/budget_rules.py, drains)."""
+    if hold.node in turns or now >= hold.start + p.backfill_turn_s:
+        return False
+    before = _turns_before(holds, hold.start, p.fresh_run)
+    return len(before) == p.fresh_run and all(h.node in turns for h in before)
 
 
 @dataclass(frozen=True)
@@ -239,6 +270,8 @@ def allocate(state: IdentityState, demand: Mapping[str, Demand], weights: Mappin
         waiting = [n for n in options if n in turns and not any(h.node == n and h.end > now for h in holds)]
         # a node that has just given its turn back goes after the others waiting: turns go round
         waiting = [n for n in waiting if n not in rested] or waiting
+        if waiting and backfill_due(holds, turns, p):
+            waiting = [n for n in options if n not in turns] or waiting
         best = max(waiting or options, key=lambda n: (deficit[n], -stable_hash(n)))
         if not waiting and last is not None and last.node in options and \
                 deficit[last.node] >= deficit[best] - p.keep_s:
@@ -255,18 +288,19 @@ def allocate(state: IdentityState, demand: Mapping[str, Demand], weights: Mappin
     if writes and violations(current, limits.in_flight, rate, p.handover_s):
         # never reached by construction; if it were, granting nothing new is always safe
         return _plan(state, tuple(state.holds), {}, (), (), demand, split, targets, now, p)
-    asked = give_back_asks(holds, demand, now)
+    asked = give_back_asks(holds, demand, now, p)
     # a hold given back and granted again in this plan (same slot and start): the write stands
     cuts = tuple(c for c in cuts if (c.slot, c.start) not in writes)
     given_back = tuple(h for h in given_back if (h.slot, h.start) not in writes)
     return _plan(state, tuple(holds), writes, cuts, given_back, demand, split, targets, now, p, asked)
 
 
-def give_back_asks(holds: Sequence[Hold], demand: Mapping[str, Demand], now: float) -> frozenset[str]:
+def give_back_asks(holds: Sequence[Hold], demand: Mapping[str, Demand], now: float, p: Params) -> frozenset[str]:
     """The holders asked to give their slots back now. Every holder that only reads a feed, as soon as a
     node with demand holds nothing. And one for each node with freshness demand that holds nothing: a
     holder without freshness demand of its own first, whose holds run longest, else a holder with
-    freshness demand, which first serves the freshness requests already waiting (spawn budget_rules.drains).
+    freshness demand, which first serves the freshness requests already waiting (spawn budget_rules.drains);
+    never a holder in a backfill turn that is not over (backfill_turn).
     A holder gives back once that is done and nothing of its is in flight, the next tick cuts its holds,
     and the waiting node gets the slot one handover gap later instead of at the end of the hold."""
     def holds_nothing(node: str) -> bool:
@@ -281,7 +315,8 @@ def give_back_asks(holds: Sequence[Hold], demand: Mapping[str, Demand], now: flo
     idle = {n for n in until if n not in demand or not demand[n].sources}
     if not wanting:
         return frozenset()
-    rank = sorted(until.keys() - idle, key=lambda n: (n in turns, -until[n], n))
+    protected = {h.node for h in holds if h.end > now and backfill_turn(h, holds, turns, now, p)}
+    rank = sorted(until.keys() - idle - protected, key=lambda n: (n in turns, -until[n], n))
     return frozenset(idle | set(rank[:len(hungry)]))
 
 

@@ -26,7 +26,7 @@ def params(config: HubConfig) -> Params:
     handover = 2 * config.max_clock_skew_s
     window = max(config.budget_window_s, horizon + handover)
     return Params(window_s=window, handover_s=handover, horizon_s=horizon, cycle_s=config.budget_cycle_s,
-                  pause_jitter_s=config.budget_pause_jitter_s, keep_s=window)
+                  pause_jitter_s=config.budget_pause_jitter_s, keep_s=window, backfill_turn_s=config.poll_interval_s)
 
 
 def demand_of(uses: Mapping[str, Mapping[str, IdentityUse]], live_nodes: Iterable[str]) -> dict[str, dict]:

@@ -3,8 +3,8 @@ from dataclasses import replace
 
 import pytest
 
-from blackwidow.upstream.allocate import (Demand, IdentityState, Params, allocate, give_back_asks, pause_jitter,
-                                          released, tenant_shares)
+from blackwidow.upstream.allocate import (Demand, IdentityState, Params, allocate, backfill_due, backfill_turn,
+                                          give_back_asks, pause_jitter, released, tenant_shares)
 from blackwidow.upstream.limits import Limits, binding_rate, default_limits
 from blackwidow.upstream.slots import Hold, node_windows, violations
 from shared.wire import Window
@@ -159,7 +159,61 @@ FRESH = Demand(fresh={"t3": 1})
      set()),
 ])
 def test_a_holder_is_asked_to_give_its_slot_back_for_each_fresh_node_that_holds_none(holds, demand, asked):
-    assert give_back_asks(holds, demand, NOW) == asked
+    assert give_back_asks(holds, demand, NOW, P) == asked
+
+
+def turns_of(*nodes: str, end: float = NOW - 1) -> list[Hold]:
+    """One slot's turns, one after the other, in the order given, the last ending at `end`."""
+    return [Hold(0, n, end - 3 * (len(nodes) - i), end - 3 * (len(nodes) - i) + 2, R) for i, n in enumerate(nodes)]
+
+
+TURNS = frozenset({"f", "g"})
+
+
+@pytest.mark.parametrize("holds, due", [
+    (turns_of("f", "g", "f", "g"), True),                # four fresh turns in a row
+    (turns_of("b", "f", "g", "f", "g"), True),           # what came before them does not matter
+    (turns_of("f", "g", "f"), False),                    # three
+    (turns_of("f", "g", "b", "f"), False),               # backfill had a turn among the last four
+    (turns_of("f", "g", "f", "b"), False),               # ... the last one
+    # an extended hold is one turn, whatever its length
+    ([Hold(0, "f", NOW - 40, NOW + 5, R)] + turns_of("g", "f", "g", end=NOW - 41), True),
+    ([], False),
+    # the turns of every slot count, by when they began
+    ([Hold(1, "f", NOW - 2, NOW + 10, R)] + turns_of("g", "f", "g"), True),
+    ([Hold(1, "b", NOW - 2, NOW + 10, R)] + turns_of("g", "f", "g"), False),
+])
+def test_backfill_is_due_after_four_turns_in_a_row_for_nodes_with_freshness_work(holds, due):
+    assert backfill_due(holds, TURNS, P) is due
+
+
+@pytest.mark.parametrize("holds, hold, now, protected", [
+    # a turn after four fresh ones, begun a second ago: not asked back
+    (turns_of("f", "g", "f", "g"), Hold(0, "b", NOW - 1, NOW + 14, R), NOW, True),
+    # ... until backfill_turn_s after its start
+    (turns_of("f", "g", "f", "g"), Hold(0, "b", NOW - 1, NOW + 14, R), NOW - 1 + P.backfill_turn_s, False),
+    # a backfill node's hold taken by deficit, not as the turn freshness owed it: asked as before
+    (turns_of("f", "b", "f", "g"), Hold(0, "b", NOW - 1, NOW + 14, R), NOW, False),
+    # a node with freshness work is never in a backfill turn
+    (turns_of("f", "g", "f", "g"), Hold(0, "f", NOW - 1, NOW + 14, R), NOW, False),
+])
+def test_a_backfill_turn_is_kept_from_asks_for_a_poll(holds, hold, now, protected):
+    assert backfill_turn(hold, holds + [hold], TURNS, now, P) is protected
+
+
+def test_a_backfill_turn_is_granted_after_four_fresh_turns_and_not_asked_back_at_once():
+    demand = {"f": FRESH, "g": FRESH, "b": BACKFILL}
+    fresh_turns = turns_of("f", "g", "f", "g", end=NOW)
+    # f just gave its turn back: g and f wait, and b's turn comes first
+    plan = allocate(state(fresh_turns), demand, {}, NOW, P)
+    (hold,) = plan.writes
+    assert hold.node == "b"
+    # at the next tick both fresh nodes hold nothing: the asks go round b while its turn lasts
+    later = hold.start + 1
+    plan = allocate(state(fresh_turns + [hold]), demand, {}, later, P)
+    assert not plan.budgets["b"].give_back
+    plan = allocate(state(fresh_turns + [hold]), demand, {}, hold.start + P.backfill_turn_s, P)
+    assert plan.budgets["b"].give_back
 
 
 def test_the_ask_rides_on_the_holders_budget_and_the_fresh_node_follows_the_give_back():

@@ -256,6 +256,24 @@ def test_a_node_with_freshness_demand_is_served_within_two_polls_and_a_handover_
     sim.check_safe()
 
 
+@pytest.mark.parametrize("limits, fresh_nodes", [
+    (default_limits("en.wikipedia.org"), 2), (default_limits("en.wikipedia.org", "bot"), 4)])
+def test_a_node_with_only_backfill_gets_turns_while_other_nodes_always_have_freshness_work(limits, fresh_nodes):
+    """More nodes with freshness work all the time than there are slots: each turn one of them holds nothing
+    and asks a holder back. The backfill node still gets one turn in fresh_run + 1, and its tenant requests."""
+    sim = Sim(limits)
+    demand = {**{f"f{i}": Demand(fresh={"t1": 1}) for i in range(fresh_nodes)}, "b": Demand(backfill={"t2": 100})}
+    start = sim.now
+    _run(sim, demand, {}, 600)
+    turns = sorted({(h.start, h.node) for h in sim.written.values() if h.start >= start})
+    backfill = [i for i, (_, node) in enumerate(turns) if node == "b"]
+    assert backfill and backfill[0] <= P.fresh_run * limits.in_flight
+    assert max(b - a for a, b in zip(backfill, backfill[1:] + [len(turns)])) <= P.fresh_run * limits.in_flight + 1
+    served = sim.served(start, sim.now)
+    assert served.get("t2", 0) >= 0.1 * sum(served.values())
+    sim.check_safe()
+
+
 def test_with_budget_rounds_a_node_with_freshness_demand_is_served_within_two_rounds_and_a_handover():
     """Rounds between ticks: the holder is asked in the round that learns the demand, answers in the next, and
     that round hands the slot on one handover gap later: about a second instead of two ticks."""
