@@ -7,6 +7,11 @@ import sys
 from array import array
 from typing import Iterable, Sequence
 
+# How long a listing's rows last: a census ends in hours and removes its own, so this clears only what a census cut
+# short (its reader died) leaves. Cassandra's census_listing has it as default_time_to_live (cassandra/schema.cql);
+# the SQLite store purges by it.
+TTL_S = 30 * 86400
+
 
 def pack(ids: Sequence[int]) -> bytes:
     packed = array("q", ids)

@@ -8,9 +8,10 @@ import json
 import os
 import sqlite3
 import threading
+import time
 from datetime import datetime, timezone
 from array import array
-from typing import Iterable, Iterator, Mapping, Sequence
+from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
 from shared.revisions import census_listing_rows
 from shared.revisions.derived import (
@@ -76,7 +77,8 @@ CREATE TABLE IF NOT EXISTS deleted_pages (
   page_id INTEGER NOT NULL,
   PRIMARY KEY (wiki, page_id)
 );
--- a census's listing (add_listing, shared.revisions.census_listing_rows)
+-- a census's listing (add_listing, shared.revisions.census_listing_rows), written_at in epoch seconds: its rows
+-- expire census_listing_rows.TTL_S after it, as Cassandra's do (the column and its index: _LISTING_ADD)
 CREATE TABLE IF NOT EXISTS census_listing (
   wiki TEXT NOT NULL,
   census TEXT NOT NULL,
@@ -87,6 +89,12 @@ CREATE TABLE IF NOT EXISTS census_listing (
   PRIMARY KEY (wiki, census, shard, page_id, first_rev)
 );
 """
+
+# Added to census_listing after its first release: a file that lacks the column gets it, its rows stamped as written
+# when the file is opened (they then last TTL_S from there, never less).
+_LISTING_ADD = "ALTER TABLE census_listing ADD COLUMN written_at REAL"
+_LISTING_STAMP = "UPDATE census_listing SET written_at = ? WHERE written_at IS NULL"
+_LISTING_INDEX = "CREATE INDEX IF NOT EXISTS census_listing_written ON census_listing (written_at)"
 
 _COLUMNS = ("wiki, rev_id, page_id, ns, title, parent_id, rev_ts, user_text, user_id, anon, minor, size, "
             "size_delta, sha1, comment, tags, content_model, "
@@ -114,8 +122,9 @@ def parse_ts(text: str) -> datetime:
 
 
 class SQLiteRevisionStore:
-    def __init__(self, path: str):
+    def __init__(self, path: str, *, clock: Callable[[], float] = time.time):
         self._path = path
+        self._clock = clock             # epoch seconds: when listing rows are written and expire
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
@@ -127,6 +136,10 @@ class SQLiteRevisionStore:
                 for statement in _SCHEMA.split(";"):
                     if statement.strip():
                         conn.execute(statement)
+                if "written_at" not in {row[1] for row in conn.execute("PRAGMA table_info(census_listing)")}:
+                    conn.execute(_LISTING_ADD)
+                    conn.execute(_LISTING_STAMP, (self._clock(),))
+                conn.execute(_LISTING_INDEX)
         except sqlite3.Error as exc:
             raise StoreError(f"opening {path} failed: {exc}") from exc
 
@@ -266,15 +279,20 @@ class SQLiteRevisionStore:
     # -- a census's listing --------------------------------------------------------------------
 
     def add_listing(self, wiki: str, census: str, shard: int, pages: Mapping[int, Sequence[int]]) -> None:
+        """The rows of every census written more than TTL_S ago go first, as Cassandra's expire."""
+        now = self._clock()
+        self._change("removing expired census listings", "DELETE FROM census_listing WHERE written_at < ?",
+                     [(now - census_listing_rows.TTL_S,)])
         self._change(f"writing census {census} shard {shard}",
-                     "INSERT OR REPLACE INTO census_listing VALUES (?, ?, ?, ?, ?, ?)",
-                     [(wiki, census, shard, page_id, ids[0], census_listing_rows.pack(ids))
+                     "INSERT OR REPLACE INTO census_listing "
+                     "(wiki, census, shard, page_id, first_rev, rev_ids, written_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                     [(wiki, census, shard, page_id, ids[0], census_listing_rows.pack(ids), now)
                       for page_id, ids in pages.items() if ids])
 
     def listing(self, wiki: str, census: str, shard: int) -> dict[int, array]:
         return census_listing_rows.gathered(self._query(
-            "SELECT page_id, rev_ids FROM census_listing WHERE wiki = ? AND census = ? AND shard = ?",
-            (wiki, census, shard)))
+            "SELECT page_id, rev_ids FROM census_listing WHERE wiki = ? AND census = ? AND shard = ? "
+            "AND written_at >= ?", (wiki, census, shard, self._clock() - census_listing_rows.TTL_S)))
 
     def drop_listing(self, wiki: str, census: str, shards: int) -> None:
         self._change(f"removing census {census}", "DELETE FROM census_listing WHERE wiki = ? AND census = ?",
