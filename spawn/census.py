@@ -147,12 +147,8 @@ def prove_shard(duty: ShardDuty, client: MediaWikiClient, store: RevisionStore, 
     stored up to the cut, what is missing written (50 a request, content when the set stores it), the proof
     counted after the repair."""
     wiki, cut = wiki_key(duty.wiki), parse_time(duty.cut)
-
-    def stored_ids(page_id: int) -> list[int]:
-        return [r.rev_id for r in store.history(wiki, page_id, until=cut)]
-
     listed = store.listing(wiki, listing_key(duty.set_id, duty.started_at), duty.shard)
-    stored = {page_id: stored_ids(page_id) for page_id in listed}
+    stored = store.stored_ids(wiki, listed, cut)
     missing = {page_id: compare(ids, stored[page_id]).missing for page_id, ids in listed.items()}
     wanted = sorted((rev_id, page_id) for page_id, ids in missing.items() for rev_id in ids)
     repaired = requests = 0
@@ -163,6 +159,5 @@ def prove_shard(duty: ShardDuty, client: MediaWikiClient, store: RevisionStore, 
         if found:
             store.write_pages(list(found.values()))
             repaired += sum(len(revs) for revs in found.values())
-    for page_id in {p for _, p in wanted}:
-        stored[page_id] = stored_ids(page_id)
+    stored.update(store.stored_ids(wiki, {p for _, p in wanted}, cut))
     return replace(proof(duty.shard, listed, stored, repaired), requests=requests)

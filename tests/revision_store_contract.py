@@ -333,6 +333,19 @@ class RevisionStoreContract:
         assert stored_state(store, wiki, page_ids, []) == stored_state(store, clean, page_ids, [])
         assert [store.page(wiki, p).revisions for p in page_ids] == [3] * 12
 
+    def test_stored_ids_are_what_history_gives_up_to_a_time_many_pages_at_once(self, store, wiki):
+        """Pages of one revision and of many months, a cut inside a month and on a revision's own time
+        (inclusive), a page with nothing stored, another wiki's page of the same id apart."""
+        pages = {p: make_history(wiki, p, 1 + (p * 7) % 30, first_rev_id=p * 1000) for p in range(1, 121)}
+        store.write_pages(pages.values())
+        store.write(make_history(f"other.{wiki}", 5, 3, first_rev_id=99_000))
+        for cut in (START + timedelta(days=9, hours=3), pages[29][-1].timestamp, START - timedelta(days=1)):
+            got = store.stored_ids(wiki, [*pages, 999], cut)
+            want = {p: sorted(r.rev_id for r in store.history(wiki, p, until=cut)) for p in pages}
+            assert {p: sorted(ids) for p, ids in got.items()} == {**want, 999: []}
+            assert any(want.values()) or cut < START
+        assert store.stored_ids(wiki, [], START) == {}
+
     def test_a_census_listing_is_held_by_shard_until_dropped(self, store, wiki):
         """spawn.census writes a listing step by step (a page's ids over several steps, one id twice when a step is
         taken again); any node reads a shard back whole; another census's listing is apart; drop removes it."""

@@ -16,7 +16,7 @@ import threading
 from array import array
 from collections import Counter, OrderedDict
 from datetime import datetime
-from typing import Iterable, Iterator, Mapping, Sequence
+from typing import Collection, Iterable, Iterator, Mapping, Sequence
 
 from cassandra import ConsistencyLevel, DriverException, ProtocolVersion
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, NoHostAvailable, Session
@@ -77,6 +77,9 @@ _CQL = {
     "page_deleted": "UPDATE {ks}.pages SET deleted = ? WHERE wiki = ? AND page_id = ?",
     "history": "SELECT " + _REVISION_COLUMNS + " FROM {ks}.revisions_by_page "
                "WHERE wiki = ? AND page_id = ? AND month = ? AND rev_ts >= ? AND rev_ts <= ?",
+    # the ids stored up to a time, of many pages' months at once (stored_ids)
+    "month_ids": "SELECT page_id, month, rev_id FROM {ks}.revisions_by_page "
+                 "WHERE wiki = ? AND page_id IN ? AND month IN ? AND rev_ts <= ?",
     "all_pages": "SELECT DISTINCT wiki, page_id FROM {ks}.page_months",
     "page_id": "SELECT page_id FROM {ks}.pages_by_title WHERE wiki = ? AND title = ?",
     # revision deletion (hide_revision_fields)
@@ -308,13 +311,13 @@ class CassandraRevisionStore:
         hosts = self._session.cluster.metadata.get_replicas(self._keyspace, routing_key)
         return tuple(hosts) if hosts else None
 
-    def _run(self, statements: list[tuple]) -> list:
+    def _run(self, statements: list[tuple], execution_profile: object = EXEC_PROFILE_DEFAULT) -> list:
         """Run concurrently; every statement is attempted, then the first failure is raised. Failures
         include client-side ones (a value the driver cannot serialize), not only driver errors."""
         if not statements:
             return []
         results = execute_concurrent(self._session, statements, concurrency=self._concurrency,
-                                     raise_on_first_error=False)
+                                     raise_on_first_error=False, execution_profile=execution_profile)
         failures = [r.result_or_exc for r in results if not r.success]
         if failures:
             logger.warning("cassandra.statements_failed",
@@ -357,6 +360,31 @@ class CassandraRevisionStore:
             if month_of(lo) <= month <= month_of(hi):
                 for row in self._read(self._ps["history"], (wiki, page_id, month, lo, hi)):
                     yield _revision(wiki, page_id, row)
+
+    def stored_ids(self, wiki: str, page_ids: Collection[int], until: datetime) -> dict[int, list[int]]:
+        """Two rounds of reads naming many partitions each: the pages' months, then the ids of every month
+        up to `until`'s."""
+        out: dict[int, list[int]] = {page_id: [] for page_id in page_ids}
+        hi = utc(until)
+        last = month_of(hi)
+        months: dict[int, set[int]] = {}
+        reads: list[tuple] = [(self._ps["pages_months"], (wiki, list(part))) for part in chunks(sorted(out))]
+        for rows in self._read_many(reads):
+            for row in rows:
+                if row.month <= last:
+                    months.setdefault(row.page_id, set()).add(row.month)
+        reads = [(self._ps["month_ids"], (wiki, keys, subkeys, hi)) for keys, subkeys in cross_chunks(months)]
+        for rows in self._read_many(reads):
+            for row in rows:
+                if row.month in months[row.page_id]:        # a cross product names other partitions too
+                    out[row.page_id].append(row.rev_id)
+        return out
+
+    def _read_many(self, reads: list[tuple]) -> list:
+        try:
+            return self._run(reads, execution_profile=self._read_profile)
+        except _DRIVER_ERRORS as exc:
+            raise StoreError(f"read failed: {exc}") from exc
 
     def revisions(self, wiki: str | None = None) -> Iterable[Revision]:
         pages = [(row.wiki, row.page_id) for row in self._read(self._ps["all_pages"], ())

@@ -11,7 +11,7 @@ import threading
 import time
 from datetime import datetime, timezone
 from array import array
-from typing import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 
 from shared.revisions import census_listing_rows
 from shared.revisions.derived import (
@@ -23,6 +23,7 @@ from shared.sqlite_wal import enable_wal
 
 BUSY_TIMEOUT_S = 30.0
 READ_CHUNK = 1000
+IN_CHUNK = 500          # page ids one read names (SQLite allows 32,766 bound values)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS revisions (
@@ -249,6 +250,17 @@ class SQLiteRevisionStore:
             if len(rows) < READ_CHUNK:
                 return
             cursor = (rows[-1][6], rows[-1][1] - 1)
+
+    def stored_ids(self, wiki: str, page_ids: Collection[int], until: datetime) -> dict[int, list[int]]:
+        out: dict[int, list[int]] = {page_id: [] for page_id in page_ids}
+        ids = sorted(out)
+        for i in range(0, len(ids), IN_CHUNK):
+            part = ids[i:i + IN_CHUNK]
+            rows = self._query(f"SELECT page_id, rev_id FROM revisions WHERE wiki = ? AND page_id IN "
+                               f"({', '.join('?' * len(part))}) AND rev_ts <= ?", (wiki, *part, format_ts(until)))
+            for page_id, rev_id in rows:
+                out[page_id].append(rev_id)
+        return out
 
     def revisions(self, wiki: str | None = None) -> Iterable[Revision]:
         where, params = ("wiki = ? AND", (wiki,)) if wiki is not None else ("", ())

@@ -1,7 +1,7 @@
 """The RevisionStore contract. Implementations: cassandra_store (production), sqlite_store (embedded)."""
 from array import array
 from datetime import datetime
-from typing import Iterable, Iterator, Mapping, Protocol, Sequence
+from typing import Collection, Iterable, Iterator, Mapping, Protocol, Sequence
 
 from shared.revisions.model import PageState, ResumePoint, Revision
 
@@ -29,6 +29,11 @@ class RevisionStore(Protocol):
                 until: datetime | None = None) -> Iterator[Revision]:
         """Revisions of a page, newest first, optionally bounded by timestamps (inclusive).
         Metadata only: content is None (see content()); tags come back sorted."""
+
+    def stored_ids(self, wiki: str, page_ids: Collection[int], until: datetime) -> dict[int, list[int]]:
+        """{page id: the ids of its revisions stored with a timestamp up to `until` (inclusive)} for each of
+        `page_ids` ([] when none is), in no order: what history() gives of them, many pages a read (a census
+        compares thousands of pages at once)."""
 
     def revisions(self, wiki: str | None = None) -> Iterable[Revision]:
         """Every stored revision (for statistics and verification); order unspecified; metadata only."""

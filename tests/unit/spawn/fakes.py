@@ -90,6 +90,9 @@ class MemoryStore:
         return iter([r for r in self._page(wiki, page_id)
                      if (until is None or r.timestamp <= until) and (since is None or r.timestamp >= since)])
 
+    def stored_ids(self, wiki, page_ids, until):
+        return {p: [r.rev_id for r in self.history(wiki, p, until=until)] for p in page_ids}
+
     def page_id(self, wiki, title):
         revs = [r for r in self.rows.values() if r.wiki == wiki]
         newest = {}
