@@ -78,22 +78,31 @@ def _turns_before(holds: Iterable[Hold], start: float, n: int) -> list[Hold]:
     return sorted((h for h in holds if h.start < start), key=lambda h: (h.start, h.slot), reverse=True)[:n]
 
 
+def _fresh_run_before(holds: Sequence[Hold], start: float, turns: frozenset[str], p: Params) -> bool:
+    """Whether the last `fresh_run` turns before `start` all went to nodes with freshness work and no node
+    without any held a slot from the first of them on (a hold given back and extended is not a new turn)."""
+    last = _turns_before(holds, start, p.fresh_run)
+    if len(last) < p.fresh_run or any(h.node not in turns for h in last):
+        return False
+    since = min(h.start for h in last)
+    return not any(h.node not in turns and h.end > since and h.start < start for h in holds)
+
+
 def backfill_due(holds: Sequence[Hold], turns: frozenset[str], p: Params) -> bool:
     """Whether the next turn goes past the nodes with freshness work: the last `fresh_run` turns all went to
-    them. Freshness goes first but never for good, across nodes as among one node's sources: with two nodes
-    or more that always have some, a node with only backfill would otherwise never hold the slot."""
-    last = _turns_before(holds, math.inf, p.fresh_run)
-    return len(last) == p.fresh_run and all(h.node in turns for h in last)
+    them, and no other node held a slot meanwhile. Freshness goes first but never for good, across nodes as
+    among one node's sources: with two nodes or more that always have some, a node with only backfill would
+    otherwise never hold the slot."""
+    return _fresh_run_before(holds, math.inf, turns, p)
 
 
 def backfill_turn(hold: Hold, holds: Sequence[Hold], turns: frozenset[str], now: float, p: Params) -> bool:
-    """Whether `hold` is a backfill turn that is not asked back yet: its node has no freshness work, the
-    `fresh_run` turns before it all went to nodes with some, and it began less than `backfill_turn_s` ago (a
-    holder asked back at once would start no backfill request: spawn/budget_rules.py, drains)."""
+    """Whether `hold` is a backfill turn that is not asked back yet: its node has no freshness work, it came
+    after a fresh run (backfill_due), and it began less than `backfill_turn_s` ago (a holder asked back at
+    once would start no backfill request: spawn/budget_rules.py, drains)."""
     if hold.node in turns or now >= hold.start + p.backfill_turn_s:
         return False
-    before = _turns_before(holds, hold.start, p.fresh_run)
-    return len(before) == p.fresh_run and all(h.node in turns for h in before)
+    return _fresh_run_before(holds, hold.start, turns, p)
 
 
 @dataclass(frozen=True)
@@ -271,7 +280,8 @@ def allocate(state: IdentityState, demand: Mapping[str, Demand], weights: Mappin
         # a node that has just given its turn back goes after the others waiting: turns go round
         waiting = [n for n in waiting if n not in rested] or waiting
         if waiting and backfill_due(holds, turns, p):
-            waiting = [n for n in options if n not in turns] or waiting
+            waiting = [n for n in options if n not in turns and not any(h.node == n and h.end > now for h in holds)] \
+                or waiting
         best = max(waiting or options, key=lambda n: (deficit[n], -stable_hash(n)))
         if not waiting and last is not None and last.node in options and \
                 deficit[last.node] >= deficit[best] - p.keep_s:

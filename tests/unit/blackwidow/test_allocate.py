@@ -182,6 +182,9 @@ TURNS = frozenset({"f", "g"})
     # the turns of every slot count, by when they began
     ([Hold(1, "f", NOW - 2, NOW + 10, R)] + turns_of("g", "f", "g"), True),
     ([Hold(1, "b", NOW - 2, NOW + 10, R)] + turns_of("g", "f", "g"), False),
+    # a backfill node that held a slot meanwhile (given back and extended: still its one turn) had its turn
+    ([Hold(1, "b", NOW - 30, NOW, R)] + turns_of("f", "g", "f", "g"), False),
+    ([Hold(1, "b", NOW - 30, NOW - 13, R)] + turns_of("f", "g", "f", "g"), True),
 ])
 def test_backfill_is_due_after_four_turns_in_a_row_for_nodes_with_freshness_work(holds, due):
     assert backfill_due(holds, TURNS, P) is due
