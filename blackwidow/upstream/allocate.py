@@ -3,8 +3,9 @@
 Each tick, every slot whose current hold ends within `horizon_s` (or that is free) gets its next hold of
 `window_s`: the node that keeps it has its hold extended without a gap; another node starts `handover_s`
 after the previous hold ends. The next holder is, in order: a node with freshness demand that holds no
-slot, unless the last `fresh_run` turns all went to such nodes while a node without freshness work waited
-(then that node's turn comes, and is not asked back for `backfill_turn_s`); else the node furthest below its
+slot, unless the last `fresh_run` turns all went to such nodes and no other node held a slot meanwhile (then
+the turn is a node's without freshness work that holds nothing, not asked back for `backfill_turn_s`); else the
+node furthest below its
 weighted share of slot-time over the last `cycle_s` (the current holder keeps the slot while it is within
 `keep_s` of that). A node's share is the sum, over tenants,
 of the tenant's weighted share (weight over the weights of tenants with demand) split across nodes by the
@@ -71,6 +72,10 @@ def fresh_turns(demand: Mapping[str, Demand]) -> frozenset[str]:
     give_back_asks()."""
     fresh_anywhere = any(d.has_fresh for d in demand.values())
     return frozenset(n for n, d in demand.items() if d.fresh_turn(fresh_anywhere))
+
+
+def _holds_nothing(holds: Iterable[Hold], node: str, now: float) -> bool:
+    return not any(h.node == node and h.end > now for h in holds)
 
 
 def _turns_before(holds: Iterable[Hold], start: float, n: int) -> list[Hold]:
@@ -276,12 +281,11 @@ def allocate(state: IdentityState, demand: Mapping[str, Demand], weights: Mappin
                 writes[(slot, reader.start)] = reader
             continue
         deficit = _deficits(options, targets, received, split, tenant_received, tenant_targets)
-        waiting = [n for n in options if n in turns and not any(h.node == n and h.end > now for h in holds)]
+        waiting = [n for n in options if n in turns and _holds_nothing(holds, n, now)]
         # a node that has just given its turn back goes after the others waiting: turns go round
         waiting = [n for n in waiting if n not in rested] or waiting
         if waiting and backfill_due(holds, turns, p):
-            waiting = [n for n in options if n not in turns and not any(h.node == n and h.end > now for h in holds)] \
-                or waiting
+            waiting = [n for n in options if n not in turns and _holds_nothing(holds, n, now)] or waiting
         best = max(waiting or options, key=lambda n: (deficit[n], -stable_hash(n)))
         if not waiting and last is not None and last.node in options and \
                 deficit[last.node] >= deficit[best] - p.keep_s:
@@ -313,11 +317,9 @@ def give_back_asks(holds: Sequence[Hold], demand: Mapping[str, Demand], now: flo
     never a holder in a backfill turn that is not over (backfill_turn).
     A holder gives back once that is done and nothing of its is in flight, the next tick cuts its holds,
     and the waiting node gets the slot one handover gap later instead of at the end of the hold."""
-    def holds_nothing(node: str) -> bool:
-        return not any(h.node == node and h.end > now for h in holds)
     turns = fresh_turns(demand)
-    hungry = [n for n in demand if n in turns and holds_nothing(n)]
-    wanting = any(d.sources and holds_nothing(n) for n, d in demand.items())
+    hungry = [n for n in demand if n in turns and _holds_nothing(holds, n, now)]
+    wanting = any(d.sources and _holds_nothing(holds, n, now) for n, d in demand.items())
     until: dict[str, float] = {}
     for h in holds:
         if h.end > now:
