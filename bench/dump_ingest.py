@@ -9,11 +9,11 @@ the two medians is shown beside it. Before the timed rounds one untimed round of
 warms the Cassandra server: a JVM a minute old spends two to four times the CPU on the same writes while it
 compiles, which a spawn writing to a running cluster does not see.
 
-The ingest walks each file in a child process, as the spawn does (spawn.dump_parse; its forkserver started
-before the timed runs, as in a running spawn). Beside it, runs show where its time goes: the ingest with its rows
-discarded (reading only), the same ingest with the walk in the writing process (the path before), the same rows
-stored with no parsing (write_pages alone, as the ingest groups them) and the ingest through one write() per page
-(the path before write_pages, on 4 writer threads as it ran).
+The ingest is the spawn's own (spawn.dump_duties: one DumpIngest per file the hub names, each file walked in a
+child process, its forkserver started before the timed runs as in a running spawn), reading the files
+BW_DUMP_FILES_PER_NODE at a time: 2, the default, and 1 beside it. Beside them, runs show where the time goes: the
+ingest with its rows discarded (reading only, one file at a time), the same rows stored with no parsing
+(write_pages alone, as the ingest groups them) and the ingest with content.
 
     .venv/bin/python -m bench.dump_ingest [--parts 4] [--rounds 3]
 
@@ -31,6 +31,7 @@ import shutil
 import tempfile
 import time
 import uuid
+from typing import Callable
 from multiprocessing import forkserver
 from pathlib import Path
 
@@ -38,17 +39,25 @@ import mwxml  # type: ignore[import-untyped]
 import requests
 
 from bench.common import ROOT, USER_AGENT, cassandra_cpu, cassandra_keyspace, heading, table, verdict
+from shared.config import SpawnConfig
+from shared.dump_wire import READING, DumpDuty
 from shared.revisions.cassandra_store import CassandraRevisionStore
 from shared.revisions.model import Revision
+from shared.revisions.store import RevisionStore
 from shared.http import make_session
+from spawn.dump_duties import DumpRunners
 from spawn.dump_ingest import BATCH, Checkpoint, DumpIngest
 from spawn.dump_parse import start_walker
 from spawn.dump_rows import ExpectedSite
+from spawn.dump_stream import Session
+from spawn.metrics import SpawnMetrics
 from tests.support.dumps import split_pages, unpack_chwiki
 
 GOAL = 0.70
 BARE = "bare mwxml parse"
-INGEST = "dump_ingest into Cassandra, metadata"
+FILES_AT_ONCE = SpawnConfig.dump_files_per_node
+INGEST = f"the spawn's ingest into Cassandra, metadata, {FILES_AT_ONCE} files at once (the default)"
+POLL_S = 0.02
 FILES_DIR = ROOT / ".run/nginx/files"
 FILES_URL = "http://127.0.0.1:8785/files/"
 
@@ -104,15 +113,26 @@ class Discarding:
         self.groups.append(pages)
 
 
-class PagePerWrite:
-    """The path before write_pages: one store.write() per page."""
-
-    def __init__(self, store: CassandraRevisionStore):
-        self.store = store
-
-    def write_pages(self, pages: list[list[Revision]]) -> None:
-        for rows in pages:
-            self.store.write(rows)
+def spawn_read(urls: list[str], store: RevisionStore, wiki: str, session_factory: Callable[[], Session], *,
+               at_once: int, content: bool = False) -> int:
+    """Revisions read by a spawn's dump runners given one duty per file (as the hub names a set's files), at most
+    `at_once` files read at once; every file must end done."""
+    runners = DumpRunners(store, None, SpawnMetrics(), max_running=at_once, session_factory=session_factory)
+    duties = [DumpDuty(f"f{i}", "bench", url, f"http://{wiki}/w/api.php", dbname="chwiki", content=content)
+              for i, url in enumerate(urls)]
+    try:
+        runners.apply(duties)
+        while True:
+            reports = runners.reports()
+            if len(reports) == len(duties) and all(r.state != READING for r in reports.values()):
+                break
+            time.sleep(POLL_S)
+    finally:
+        runners.stop()
+    failed = {f: r.error for f, r in reports.items() if r.state != "done"}
+    if failed:
+        raise RuntimeError(f"dump files did not end done: {failed}")
+    return sum(r.revisions_read for r in reports.values())
 
 
 def publish(parts: int) -> tuple[Path, list[str]]:
@@ -153,10 +173,12 @@ def one_round(n: int, urls: list[str], http: requests.Session, in_child, runs: d
     ingest("dump_ingest, rows discarded (reading only)", discarded, "ch-r.wikipedia.org")
     with cassandra_keyspace("bw_bench_dump") as (session, keyspace):
         store = CassandraRevisionStore(session, keyspace)
-        ingest(INGEST, store, "ch-m.wikipedia.org")
-        ingest("dump_ingest into Cassandra, metadata, walked in the writing process (before)", store,
-               "ch-h.wikipedia.org", session_factory=None)
-        ingest("dump_ingest into Cassandra, with content", store, "ch-w.wikipedia.org", content=True)
+        for at_once in sorted({FILES_AT_ONCE, 1}, reverse=True):
+            label = INGEST if at_once == FILES_AT_ONCE else \
+                f"the spawn's ingest into Cassandra, metadata, {at_once} file{'s' * (at_once > 1)} at a time"
+            timed(label, lambda: spawn_read(urls, store, f"{n}-m{at_once}.bench.invalid", in_child, at_once=at_once))
+        timed(f"the spawn's ingest into Cassandra, with content, {FILES_AT_ONCE} files at once",
+              lambda: spawn_read(urls, store, f"{n}-w.bench.invalid", in_child, at_once=FILES_AT_ONCE, content=True))
         groups = [[[dataclasses.replace(r, wiki=f"{n}.ch-s.wikipedia.org") for r in rows] for rows in group]
                   for group in discarded.groups]
 
@@ -165,18 +187,15 @@ def one_round(n: int, urls: list[str], http: requests.Session, in_child, runs: d
                 store.write_pages(group)
             return sum(len(rows) for group in groups for rows in group)
         timed(f"write_pages alone, the same rows (no parsing; groups of {BATCH:,})", write_alone)
-        ingest("dump_ingest into Cassandra, one write() per page (before)", PagePerWrite(store),
-               "ch-p.wikipedia.org", writers=4, batch=500)
         store.close()
 
 
 def warm_up(urls: list[str], http: requests.Session, in_child) -> None:
     """One untimed bare parse and metadata ingest (the server's JIT, the edge's and the page cache's first reads)."""
     bare_parse(http, urls)
-    with cassandra_keyspace("bw_bench_dump_warm") as (session, keyspace), tempfile.TemporaryDirectory() as state:
+    with cassandra_keyspace("bw_bench_dump_warm") as (session, keyspace):
         store = CassandraRevisionStore(session, keyspace)
-        DumpIngest(urls, wiki="warm.ch.wikipedia.org", store=store, checkpoint=Checkpoint(Path(state) / "cp.json"),
-                   http=http, expected=ExpectedSite(dbname="chwiki"), session_factory=in_child).run()
+        spawn_read(urls, store, "warm.bench.invalid", in_child, at_once=FILES_AT_ONCE)
         store.close()
 
 

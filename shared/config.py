@@ -162,7 +162,7 @@ class HubConfig(CommonConfig):
     # every page is revisited on its own
     feed_interval_s: float = 3.0
     # dump bootstraps (docs/dumps.md): dump files one node reads at once (an ingest keeps a core busy)
-    dump_files_per_node: int = 1
+    dump_files_per_node: int = 2
     # category sets (docs/sets.md): seconds between two listings of a category's members
     members_interval_s: float = 300.0
     # set censuses (docs/dumps.md, "The census"): page-id shards a set's proof is cut into (0: no census), and
@@ -229,7 +229,7 @@ class SpawnConfig(CommonConfig):
     wiki_allowlist: tuple[str, ...]     # only its exact host[:port] entries matter here: internal addresses
     credentials_file: str | None        # wiki credentials by name (spawn.wiki_auth); None: anonymous only
     # dump files read at once; the hub names at most its own BW_DUMP_FILES_PER_NODE (set both alike)
-    dump_files_per_node: int = 1
+    dump_files_per_node: int = 2
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ, **overrides) -> "SpawnConfig":

@@ -168,7 +168,7 @@ def test_a_stopped_set_is_named_to_no_node(api, tenant, hub_maker, sqlite_url):
     spawns = ReadingSpawns({"http://127.0.0.1:9001": n1})
     config, state = hub_config(sqlite_url), poller.PollerState()
     poller.poll_once(hub_maker, spawns, config, state=state)            # type: ignore[arg-type]
-    assert [len(p.dumps) for _, p in spawns.polls] == [1]
+    assert [len(p.dumps) for _, p in spawns.polls] == [2]                # the node's two files at once
     api.simulate_patch(f"/v1/sets/{s['id']}", json={"enabled": False})
     spawns.polls.clear()
     poller.poll_once(hub_maker, spawns, config, state=state,            # type: ignore[arg-type]
