@@ -225,7 +225,10 @@ class CassandraRevisionStore:
         self._run(batched([(ps["page_month"], (wiki, page_id, month, n, n))
                            for (wiki, page_id), months in counts.items() for month, n in months.items()],
                           self._replicas))
-        stored = self._stored_months(pages)
+        page_ids: dict[str, list[int]] = {}
+        for page in pages:
+            page_ids.setdefault(page.wiki, []).append(page.page_id)
+        stored = self._page_months(page_ids)
         statements = []
         for page, last in zip(pages, latest):
             per_month = stored[(page.wiki, page.page_id)]
@@ -252,15 +255,14 @@ class CassandraRevisionStore:
                     counts[(wiki, row.page_id)][row.month] += 1
         return counts
 
-    def _stored_months(self, pages: list[PageRows]) -> dict[tuple[str, int], dict[int, int]]:
-        """(wiki, page_id) -> month -> the count page_months holds."""
-        page_ids: dict[str, list[int]] = {}
-        for page in pages:
-            page_ids.setdefault(page.wiki, []).append(page.page_id)
+    def _page_months(self, page_ids: Mapping[str, Sequence[int]], execution_profile: object = EXEC_PROFILE_DEFAULT
+                     ) -> dict[tuple[str, int], dict[int, int]]:
+        """(wiki, page_id) -> month -> the count page_months holds, for every page named ({} for one with none):
+        one round of reads naming many partitions each."""
         queries = [(self._ps["pages_months"], (wiki, list(part)))
                    for wiki, ids in page_ids.items() for part in chunks(ids)]
-        stored: dict[tuple[str, int], dict[int, int]] = {(p.wiki, p.page_id): {} for p in pages}
-        for (_, (wiki, _)), rows in zip(queries, self._run(queries)):
+        stored: dict[tuple[str, int], dict[int, int]] = {(wiki, i): {} for wiki, ids in page_ids.items() for i in ids}
+        for (_, (wiki, _)), rows in zip(queries, self._run(queries, execution_profile)):
             for row in rows:
                 stored[(wiki, row.page_id)][row.month] = row.revisions
         return stored
@@ -367,12 +369,12 @@ class CassandraRevisionStore:
         out: dict[int, list[int]] = {page_id: [] for page_id in page_ids}
         hi = utc(until)
         last = month_of(hi)
-        months: dict[int, set[int]] = {}
-        reads: list[tuple] = [(self._ps["pages_months"], (wiki, list(part))) for part in chunks(sorted(out))]
-        for rows in self._read_many(reads):
-            for row in rows:
-                if row.month <= last:
-                    months.setdefault(row.page_id, set()).add(row.month)
+        try:
+            stored = self._page_months({wiki: sorted(out)}, self._read_profile)
+        except _DRIVER_ERRORS as exc:
+            raise StoreError(f"read failed: {exc}") from exc
+        months = {page_id: wanted for (_, page_id), per_month in stored.items()
+                  if (wanted := {month for month in per_month if month <= last})}
         reads = [(self._ps["month_ids"], (wiki, keys, subkeys, hi)) for keys, subkeys in cross_chunks(months)]
         for rows in self._read_many(reads):
             for row in rows:
