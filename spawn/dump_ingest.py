@@ -5,6 +5,11 @@ session factory, in a child process beside the writing.
 Pages are written many at a time (RevisionStore.write_pages: one round of requests for a whole group of small
 pages, where a page at a time costs several round trips each).
 
+Several files are read at once (`files_at_once`; the spawn's own limit is BW_DUMP_FILES_PER_NODE): each walk keeps a
+core busy, and a second file's rows keep the writing busy while the first starts, ends or parses a long page. They
+start in order; after a file fails no other starts, the ones reading go on to their end, and the first failure (in
+file order) is raised.
+
 Resume: after pages are written, a JSON checkpoint (atomically replaced) records per file whether it is done,
 how many pages of it are fully written and the id of the last one, and, inside a long page (handed over in parts:
 spawn.dump_parse), how many of its revisions are. A restart re-reads the file from its start, skips that many
@@ -29,6 +34,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, cast
 
+from shared.config import SpawnConfig
 from shared.revisions.model import Revision
 from shared.revisions.store import RevisionStore
 from spawn.dump_parse import PART, Parsed, WalkSpec, walk_here, walk_in_child
@@ -38,6 +44,7 @@ from spawn.dump_stream import Session
 BATCH = PART                # revisions per store.write_pages(); a longer page history is handed over in parts
 CHECKPOINT_EVERY = 1.0      # seconds between checkpoint files; a crash re-writes at most this much
 WRITERS = 1                 # groups of pages written at once, while the main thread parses the next
+FILES_AT_ONCE = 1           # files read at once by a DumpIngest made in code; the command line reads the spawn's
 
 
 @dataclass
@@ -136,9 +143,13 @@ class DumpIngest:
                  timeout: tuple[float, float] = (10.0, 60.0), batch: int = BATCH,
                  checkpoint_every: float = CHECKPOINT_EVERY, writers: int = WRITERS,
                  stop: threading.Event | None = None, namespaces: Iterable[int] | None = None,
-                 page_ids: Iterable[int] | None = None, session_factory: Callable[[], Session] | None = None):
+                 page_ids: Iterable[int] | None = None, session_factory: Callable[[], Session] | None = None,
+                 files_at_once: int = FILES_AT_ONCE):
         if http is None and session_factory is None:
             raise ValueError("a dump ingest needs a session to walk in this process or a factory for child ones")
+        if files_at_once < 1:
+            raise ValueError("files_at_once must be at least 1")
+        self.files_at_once = files_at_once
         self.wiki, self.store, self.checkpoint, self.http = wiki, store, checkpoint, http
         self.expected, self.content, self.timeout = expected, content, timeout
         self.batch, self.checkpoint_every, self.writers = batch, checkpoint_every, writers
@@ -151,7 +162,8 @@ class DumpIngest:
         # None: walked here, with `http`
         self.session_factory = session_factory
         self.progress = DumpProgress([FileProgress(s) for s in sources])
-        # held while a file's resume point and written counts move together: figures() reads them on another thread
+        # held while a file's resume point and written counts move together (figures() reads them on another thread)
+        # and while the checkpoint is saved (files read at once save it from their own threads)
         self._figures = threading.Lock()
 
     def figures(self, index: int = 0) -> tuple[FileCheckpoint, FileProgress]:
@@ -164,16 +176,46 @@ class DumpIngest:
     def run(self) -> bool:
         """True when every file is done; False when stopped early."""
         try:
+            todo = []
             for fp in self.progress.files:
-                if self.stop.is_set():
-                    return False
                 if self.checkpoint.of(fp.source).done:
                     fp.state = "done"
-                    continue
-                self._file(fp)
+                else:
+                    todo.append(fp)
+            if self.files_at_once == 1:
+                for fp in todo:
+                    if self.stop.is_set():
+                        return False
+                    self._file(fp)
+            else:
+                self._files(todo)
             return all(f.state == "done" for f in self.progress.files)
         finally:
             self.progress.finished = time.monotonic()
+
+    def _files(self, todo: list[FileProgress]) -> None:
+        """The files on `files_at_once` threads, started in order; none starts after one failed or a stop. The
+        first failure in file order is raised once every started file ended."""
+        failed = threading.Event()
+
+        def one(fp: FileProgress) -> None:
+            if self.stop.is_set() or failed.is_set():
+                return                          # not started: stays pending, for the next run
+            try:
+                self._file(fp)
+            except BaseException:
+                failed.set()
+                raise
+        with ThreadPoolExecutor(self.files_at_once, thread_name_prefix="dump-file") as pool:
+            futures = [pool.submit(one, fp) for fp in todo]
+        for future in futures:
+            error = future.exception()
+            if error is not None:
+                raise error
+
+    def _save(self) -> None:
+        with self._figures:
+            self.checkpoint.save()
 
     def _file(self, fp: FileProgress) -> None:
         cp = self.checkpoint.of(fp.source)
@@ -191,14 +233,15 @@ class DumpIngest:
                 complete = self._pages(fp, cp, pages)
         except DumpError as exc:
             fp.state, fp.error = "failed", f"{exc.__class__.__name__}: {exc}"
-            self.checkpoint.save()
+            self._save()
             raise
         except BaseException:
-            self.checkpoint.save()
+            self._save()
             raise
-        cp.done = complete
+        with self._figures:
+            cp.done = complete
         fp.state = "done" if complete else "stopped"
-        self.checkpoint.save()
+        self._save()
 
     def _pages(self, fp: FileProgress, cp: FileCheckpoint, pages: Iterator[Parsed]) -> bool:
         """Take the walk's pages here, write groups of them on `writers` threads (a long page's parts one after the
@@ -241,7 +284,7 @@ class DumpIngest:
                 if group.revisions >= self.batch:
                     flush()
             if time.monotonic() - saved >= self.checkpoint_every:
-                self.checkpoint.save()
+                self._save()
                 saved = time.monotonic()
             if self.stop.is_set():
                 flush()
@@ -311,6 +354,8 @@ def main(argv: Iterable[str] | None = None) -> int:
     parser.add_argument("--checkpoint-every", type=float, default=CHECKPOINT_EVERY, help="seconds")
     parser.add_argument("--writers", type=int, default=WRITERS, help="groups of pages written at once")
     parser.add_argument("--batch", type=int, default=BATCH, help="revisions per group of pages")
+    parser.add_argument("--files-at-once", type=int, default=SpawnConfig.dump_files_per_node,
+                        help="files read at once (default: a spawn's BW_DUMP_FILES_PER_NODE default)")
     args = parser.parse_args(list(argv) if argv is not None else None)
     store: RevisionStore
     if args.cassandra:
@@ -323,7 +368,7 @@ def main(argv: Iterable[str] | None = None) -> int:
     ingest = DumpIngest(args.sources, wiki=args.wiki, store=store, checkpoint=Checkpoint(args.checkpoint),
                         http=make_session(args.user_agent), expected=ExpectedSite(args.dbname, args.host),
                         content=args.content, checkpoint_every=args.checkpoint_every,
-                        writers=args.writers, batch=args.batch,
+                        writers=args.writers, batch=args.batch, files_at_once=args.files_at_once,
                         session_factory=partial(make_session, args.user_agent))
     try:
         ingest.run()

@@ -101,8 +101,9 @@ def test_split_dump_into_sqlite(published, edge, tmp_path, kind):
 
 
 def test_kill_in_the_middle_and_resume(published, edge, tmp_path):
-    """A real process killed with SIGKILL during the second file (groups of 100 revisions, so that the kill
-    lands mid-file); the restart writes only the pages after the checkpoint and the store ends equal to the dump."""
+    """A real process, reading two files at once (the command line's default), killed with SIGKILL during the second
+    file (groups of 100 revisions, so that the kill lands mid-file); the restart writes only the pages after each
+    file's checkpoint and the store ends equal to the dump."""
     urls = [published["urls"][f"bz2{i}"] for i in range(1, PARTS + 1)]
     db, cp = tmp_path / "r.db", tmp_path / "cp.json"
     log = tmp_path / "stderr.log"
@@ -119,19 +120,19 @@ def test_kill_in_the_middle_and_resume(published, edge, tmp_path):
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
     saved = Checkpoint(cp)
-    assert saved.of(urls[0]).done and not saved.of(urls[1]).done
+    assert not saved.of(urls[1]).done
     store = SQLiteRevisionStore(str(db))
     try:
         before = len(list(store.revisions(WIKI)))
         resumed = ingest(urls, store, cp, edge)
         assert resumed.run()
-        # what the restart must write: the pages of file 2 after the checkpointed ones, and files 3 and 4
+        # what the restart must write: the pages of each file after its checkpointed ones (none of a file done)
         truth = published["truth"]
         pages_by_file = [[int(m) for m in _page_ids(published["dir"] / Path(u).name)] for u in urls]
-        rest = set(pages_by_file[1][saved.of(urls[1]).pages:]) | set(pages_by_file[2]) | set(pages_by_file[3])
+        rest = {page for ids, u in zip(pages_by_file, urls) if not saved.of(u).done for page in ids[saved.of(u).pages:]}
         # less the revisions written of a long page begun (a group of 100 is a part of a longer page)
-        owed = sum(1 for r in truth.values() if r["page_id"] in rest) - saved.of(urls[1]).part_revisions
-        assert resumed.progress.files[0].bytes_read == 0
+        owed = sum(1 for r in truth.values() if r["page_id"] in rest) - sum(saved.of(u).part_revisions for u in urls)
+        assert [f.bytes_read == 0 for f in resumed.progress.files] == [saved.of(u).done for u in urls]
         assert resumed.progress.totals()["revisions_written"] == owed
         assert before >= REVISIONS - owed
         assert_equal(store, truth, content=False)

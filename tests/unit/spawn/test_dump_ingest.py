@@ -225,6 +225,16 @@ def test_rows_match_the_api_rows(walk, tmp_path, store):
     assert run.progress.totals()["revisions_written"] == 4
 
 
+def bz2_parts(tmp_path, files: int) -> list[Path]:
+    """`files` bzip2 dumps of 10 pages of 3 revisions each, page ids 1-10, 11-20, ..."""
+    out = []
+    for i in range(files):
+        f = tmp_path / f"part{i}.xml.bz2"
+        f.write_bytes(bz2.compress(dump_xml(pages(1 + 10 * i, 10)).encode()))
+        out.append(f)
+    return out
+
+
 class CrashingStore:
     """Passes writes to a real store, then fails like a killed process after `allowed` write_pages calls."""
 
@@ -242,11 +252,7 @@ class CrashingStore:
 
 @both_walks
 def test_crash_resumes_without_losing_or_rewriting_finished_pages(walk, tmp_path, store):
-    files = []
-    for i in range(2):
-        f = tmp_path / f"part{i}.xml.bz2"
-        f.write_bytes(bz2.compress(dump_xml(pages(1 + 10 * i, 10)).encode()))
-        files.append(f)
+    files = bz2_parts(tmp_path, 2)
     crashing = CrashingStore(store, allowed=14)       # 10 pages of file 0, 4 of file 1, then the 15th write dies
     first = ingest(files, crashing, tmp_path, checkpoint_every=0.0, writers=1, batch=3)
     with pytest.raises(KeyboardInterrupt):
@@ -261,6 +267,66 @@ def test_crash_resumes_without_losing_or_rewriting_finished_pages(walk, tmp_path
     assert sorted(second.written) == sorted(p * 100 + i for p in range(15, 21) for i in range(3))
     assert len(list(store.revisions(WIKI))) == 60
     assert resumed.progress.files[0].state == "done" and resumed.progress.files[0].bytes_read == 0
+
+
+class Meeting:
+    """A store whose first writes wait until `files` different files' writes are in it at once."""
+
+    def __init__(self, inner, files: int):
+        self.inner, self.barrier, self.met = inner, threading.Barrier(files, timeout=10), False
+
+    def write_pages(self, pages):
+        if not self.met:
+            self.barrier.wait()             # BrokenBarrierError (the run's failure) if the files never overlap
+            self.met = True
+        self.inner.write_pages(pages)
+
+
+@both_walks
+def test_files_read_at_once_are_each_written_whole_and_checkpointed(walk, tmp_path, store):
+    files = bz2_parts(tmp_path, 3)
+    run = ingest(files, Meeting(store, 2), tmp_path, files_at_once=2, batch=3, checkpoint_every=0.0,
+                 session_factory=walk)
+    assert run.run()
+    assert len(list(store.revisions(WIKI))) == 90
+    assert [(f.state, f.pages_written, f.revisions_written) for f in run.progress.files] == [("done", 10, 30)] * 3
+    cp = Checkpoint(tmp_path / "cp.json")
+    assert [(cp.of(str(f)).done, cp.of(str(f)).pages, cp.of(str(f)).last_page_id) for f in files] == \
+        [(True, 10, 10), (True, 10, 20), (True, 10, 30)]
+
+
+class WaitingFor:
+    """A store whose writes wait until `ready()`."""
+
+    def __init__(self, inner, ready):
+        self.inner, self.ready = inner, ready
+
+    def write_pages(self, pages):
+        deadline = time.monotonic() + 10
+        while not self.ready() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        self.inner.write_pages(pages)
+
+
+def test_after_a_file_fails_none_starts_the_ones_reading_end_and_a_resume_reads_the_rest(tmp_path, store):
+    first, missing, third = tmp_path / "a.xml", tmp_path / "b.xml", tmp_path / "c.xml"
+    first.write_text(dump_xml(pages(1, 10)))
+    third.write_text(dump_xml(pages(21, 10)))
+    run = ingest([first, missing, third], store, tmp_path, files_at_once=2, batch=3)
+    # the first file is still being written when the second fails
+    run.store = WaitingFor(store, lambda: run.progress.files[1].state == "failed")
+    with pytest.raises(DumpNotFound):
+        run.run()
+    assert [f.state for f in run.progress.files] == ["done", "failed", "pending"]
+    assert {r.page_id for r in store.revisions(WIKI)} == set(range(1, 11))
+    cp = Checkpoint(tmp_path / "cp.json")
+    assert (cp.of(str(first)).done, cp.of(str(missing)).pages, cp.of(str(third)).pages) == (True, 0, 0)
+
+    missing.write_text(dump_xml(pages(11, 10)))
+    resumed = ingest([first, missing, third], store, tmp_path, files_at_once=2)
+    assert resumed.run()
+    assert resumed.progress.files[0].bytes_read == 0            # done before: not read again
+    assert {r.page_id for r in store.revisions(WIKI)} == set(range(1, 31))
 
 
 class FailingPage:
@@ -564,6 +630,8 @@ def test_a_category_set_writes_only_its_members(walk, store, tmp_path, namespace
 def test_an_ingest_without_a_session_or_a_session_factory_is_refused(store, tmp_path):
     with pytest.raises(ValueError, match="session"):
         DumpIngest(["x.xml"], wiki=WIKI, store=store, checkpoint=Checkpoint(tmp_path / "cp.json"))
+    with pytest.raises(ValueError, match="files_at_once"):
+        ingest(["x.xml"], store, tmp_path, files_at_once=0)
 
 
 def test_an_ingest_walking_in_child_processes_needs_no_session_of_its_own(store, tmp_path):
