@@ -97,11 +97,14 @@ def test_ring_harvest_counts_a_history_complete_only_when_it_equals_the_wiki(sha
 
 
 @pytest.mark.parametrize("bare, ingest, want", [
-    # the same rate in each round
-    ([(100, 1.0, "", "", "")], [(100, 1.0, "", "", "")], [1.0]),
-    # a round on a slower minute is judged against its own bare parse, not another round's
-    ([(100, 1.0, "", "", ""), (100, 2.0, "", "", "")], [(100, 2.0, "", "", ""), (100, 2.5, "", "", "")], [0.5, 0.8]),
+    # the same rate throughout
+    ([(100, 1.0, "", "", ""), (100, 1.0, "", "", "")], [(100, 1.0, "", "", "")], [1.0]),
+    # the machine slowed down during the ingest: judged against the mean rate of the parses around it (100 and 50)
+    ([(100, 1.0, "", "", ""), (100, 2.0, "", "", "")], [(100, 2.0, "", "", "")], [50 / 75]),
+    # a round on a slower minute is judged against its own bare parses, not another round's
+    ([(100, 1.0, "", "", ""), (100, 1.0, "", "", ""), (100, 2.0, "", "", ""), (100, 2.0, "", "", "")],
+     [(100, 2.0, "", "", ""), (100, 2.5, "", "", "")], [0.5, 0.8]),
 ])
-def test_dump_ingest_judges_each_round_against_its_own_bare_parse(bare, ingest, want):
+def test_dump_ingest_judges_each_round_against_its_own_bare_parses(bare, ingest, want):
     from bench.dump_ingest import round_ratios
     assert round_ratios(bare, ingest) == pytest.approx(want)
