@@ -8,8 +8,9 @@ ratios: each round runs the bare parse just before and just after the metadata i
 ingest's rate is taken against the mean rate of those two; the goal is the median of the rounds' ratios (the ratio
 of the two medians is shown beside it). Before the timed rounds one untimed round of the bare parse and the ingest
 warms the Cassandra server: a JVM a minute old spends two to four times the CPU on the same writes while it
-compiles, which a spawn writing to a running cluster does not see. All rounds write into one keyspace, made before
-the first, under wiki keys of their own: no schema change runs beside a timed path.
+compiles, which a spawn writing to a running cluster does not see. Each round writes into a keyspace of its own,
+made (and left to settle for two seconds) before its first timed path: no schema change runs beside a timed path,
+and no flush or compaction of an earlier round's rows.
 
 The ingest is the spawn's own (spawn.dump_duties: one DumpIngest per file the hub names, each file walked in a
 child process, its forkserver started before the timed runs as in a running spawn), reading the files
@@ -60,6 +61,7 @@ BARE = "bare mwxml parse"
 FILES_AT_ONCE = SpawnConfig.dump_files_per_node
 INGEST = f"the spawn's ingest into Cassandra, metadata, {FILES_AT_ONCE} files at once (the default)"
 POLL_S = 0.02
+SETTLE_S = 2.0      # after a keyspace is made, before a round's first timed path
 FILES_DIR = ROOT / ".run/nginx/files"
 FILES_URL = "http://127.0.0.1:8785/files/"
 
@@ -222,13 +224,17 @@ def main() -> None:
     size = sum(p.stat().st_size for p in folder.iterdir())
     runs: dict[str, list[Run]] = {}
     try:
-        # one keyspace for every round (each writes under wiki keys of its own): no schema change between rounds
-        with cassandra_keyspace("bw_bench_dump") as (session, keyspace):
-            store = CassandraRevisionStore(session, keyspace)
-            warm_up(urls, http, in_child, store)
-            for n in range(args.rounds):
-                one_round(n, urls, http, in_child, store, runs)
-            store.close()
+        for n in range(-1, args.rounds):
+            # each round's own keyspace, made before its first timed path and settled: no schema change beside a
+            # timed path, and no flush or compaction of an earlier round's rows in it
+            with cassandra_keyspace("bw_bench_dump") as (session, keyspace):
+                store = CassandraRevisionStore(session, keyspace)
+                time.sleep(SETTLE_S)
+                if n < 0:
+                    warm_up(urls, http, in_child, store)
+                else:
+                    one_round(n, urls, http, in_child, store, runs)
+                store.close()
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     bare = median_run(runs[BARE])
@@ -248,7 +254,7 @@ def main() -> None:
           f"({size / 1e6:.1f} MB) streamed from the local nginx edge; a throwaway keyspace (replication 1). "
           f"Every path ran {args.rounds} times (the bare parse twice a round, just before and just after the "
           f"metadata ingest at {FILES_AT_ONCE} files at once), the rounds interleaved, after one untimed round that "
-          f"warms the server, all in one keyspace; each row is its median run.\n")
+          f"warms the server, each round in a keyspace of its own; each row is its median run.\n")
     print(table(("path", "revisions", "seconds (median)", "every run s", "revisions/s", "client CPU s",
                  "of which walk process", "Cassandra CPU s", "of bare parse"), rows, right=(1, 2, 3, 4, 5, 6, 7, 8)))
     print(f"\nThe metadata ingest against the mean of the bare parses just before and after it, round by round: "
