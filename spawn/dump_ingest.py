@@ -28,7 +28,7 @@ import sys
 import threading
 import time
 from collections import deque
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -206,8 +206,16 @@ class DumpIngest:
             except BaseException:
                 failed.set()
                 raise
-        with ThreadPoolExecutor(self.files_at_once, thread_name_prefix="dump-file") as pool:
+        pool = ThreadPoolExecutor(self.files_at_once, thread_name_prefix="dump-file")
+        try:
             futures = [pool.submit(one, fp) for fp in todo]
+            wait(futures)
+        except BaseException:
+            # interrupted here (Ctrl-C): the files being read stop at their next page, checkpointed, before it goes on
+            self.stop.set()
+            raise
+        finally:
+            pool.shutdown(wait=True)
         for future in futures:
             error = future.exception()
             if error is not None:

@@ -24,9 +24,10 @@ from shared.revisions.store import StoreError
 from spawn.dump_ingest import Checkpoint, DumpIngest, DumpProgress, FileCheckpoint, FileProgress, eta
 from spawn.dump_rows import (DumpCorrupt, DumpError, DumpNotFound, DumpSchemaUnknown, DumpStalled, DumpWrongWiki,
                              ExpectedSite, check_schema, check_site, dump_size, sha1_hex, user_name)
-from spawn import dump_stream
+from spawn import dump_ingest, dump_stream
 from spawn.dump_parse import WalkSpec, walk_here
 from spawn.dump_stream import compression
+from tests.support.processes import wait_for
 
 WIKI = "gen.example.org"
 
@@ -327,6 +328,27 @@ def test_after_a_file_fails_none_starts_the_ones_reading_end_and_a_resume_reads_
     assert resumed.run()
     assert resumed.progress.files[0].bytes_read == 0            # done before: not read again
     assert {r.page_id for r in store.revisions(WIKI)} == set(range(1, 31))
+
+
+def test_an_interrupt_while_files_are_read_at_once_stops_them_checkpointed(tmp_path, store, monkeypatch):
+    files = [tmp_path / "a.xml", tmp_path / "b.xml"]
+    for i, f in enumerate(files):
+        f.write_text(dump_xml(pages(1 + 100 * i, 100)))
+    run = ingest(files, store, tmp_path, files_at_once=2, batch=3, checkpoint_every=0.0)
+    run.store = WaitingFor(store, lambda: run.stop.is_set())     # both files hold at their first group
+
+    def interrupted(futures):
+        wait_for(lambda: all(f.state == "reading" for f in run.progress.files), 10, what="both files reading")
+        raise KeyboardInterrupt
+    monkeypatch.setattr(dump_ingest, "wait", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run.run()
+    assert [f.state for f in run.progress.files] == ["stopped", "stopped"]
+    assert not [t for t in threading.enumerate() if t.name.startswith("dump-file")]
+    cp = Checkpoint(tmp_path / "cp.json")
+    assert [cp.of(str(f)).pages for f in files] == [f.pages_written for f in run.progress.files]
+    assert ingest(files, store, tmp_path).run()
+    assert len(list(store.revisions(WIKI))) == 600
 
 
 class FailingPage:
