@@ -259,9 +259,12 @@ deadline = time.monotonic() + timeout
 while True:
     cluster = Cluster([host], port=port, protocol_version=5)
     try:
-        cluster.connect()
+        session = cluster.connect()
         up = [h for h in cluster.metadata.all_hosts() if h.is_up]
-        if len(up) == 3:
+        # the seed seeing two peers is not enough: a node that has not yet learnt the others' tokens coordinates
+        # a keyspace at RF 3 as if it were alone; every node must list the other two
+        if len(up) == 3 and all(len(list(session.execute("SELECT peer FROM system.peers", host=h))) == 2
+                                for h in up):
             print("cassandra: ring of 3 nodes up:", ", ".join(sorted(h.address for h in up)))
             break
     except Exception:
