@@ -97,6 +97,11 @@ def default_database_url(data_dir: str) -> str:
     return "sqlite:///" + os.path.abspath(os.path.join(data_dir, "blackwidow.db"))
 
 
+# dump files one node reads at once, hub and spawn alike: each walk keeps a core busy, two fill a 2-core node's
+# gaps (bench §11), and two is what Wikimedia's dump servers allow a client
+DUMP_FILES_PER_NODE = 2
+
+
 @dataclass(frozen=True)
 class CommonConfig:
     node_secret: str
@@ -162,7 +167,7 @@ class HubConfig(CommonConfig):
     # every page is revisited on its own
     feed_interval_s: float = 3.0
     # dump bootstraps (docs/dumps.md): dump files one node reads at once (an ingest keeps a core busy)
-    dump_files_per_node: int = 2
+    dump_files_per_node: int = DUMP_FILES_PER_NODE
     # category sets (docs/sets.md): seconds between two listings of a category's members
     members_interval_s: float = 300.0
     # set censuses (docs/dumps.md, "The census"): page-id shards a set's proof is cut into (0: no census), and
@@ -229,7 +234,7 @@ class SpawnConfig(CommonConfig):
     wiki_allowlist: tuple[str, ...]     # only its exact host[:port] entries matter here: internal addresses
     credentials_file: str | None        # wiki credentials by name (spawn.wiki_auth); None: anonymous only
     # dump files read at once; the hub names at most its own BW_DUMP_FILES_PER_NODE (set both alike)
-    dump_files_per_node: int = 2
+    dump_files_per_node: int = DUMP_FILES_PER_NODE
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ, **overrides) -> "SpawnConfig":

@@ -34,7 +34,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, cast
 
-from shared.config import SpawnConfig
+from shared.config import DUMP_FILES_PER_NODE
 from shared.revisions.model import Revision
 from shared.revisions.store import RevisionStore
 from spawn.dump_parse import PART, Parsed, WalkSpec, walk_here, walk_in_child
@@ -182,20 +182,14 @@ class DumpIngest:
                     fp.state = "done"
                 else:
                     todo.append(fp)
-            if self.files_at_once == 1:
-                for fp in todo:
-                    if self.stop.is_set():
-                        return False
-                    self._file(fp)
-            else:
-                self._files(todo)
+            self._files(todo)
             return all(f.state == "done" for f in self.progress.files)
         finally:
             self.progress.finished = time.monotonic()
 
     def _files(self, todo: list[FileProgress]) -> None:
-        """The files on `files_at_once` threads, started in order; none starts after one failed or a stop. The
-        first failure in file order is raised once every started file ended."""
+        """The files on `files_at_once` threads (one: one after the other), started in order; none starts after one
+        failed or a stop. The first failure in file order is raised once every started file ended."""
         failed = threading.Event()
 
         def one(fp: FileProgress) -> None:
@@ -362,7 +356,7 @@ def main(argv: Iterable[str] | None = None) -> int:
     parser.add_argument("--checkpoint-every", type=float, default=CHECKPOINT_EVERY, help="seconds")
     parser.add_argument("--writers", type=int, default=WRITERS, help="groups of pages written at once")
     parser.add_argument("--batch", type=int, default=BATCH, help="revisions per group of pages")
-    parser.add_argument("--files-at-once", type=int, default=SpawnConfig.dump_files_per_node,
+    parser.add_argument("--files-at-once", type=int, default=DUMP_FILES_PER_NODE,
                         help="files read at once (default: a spawn's BW_DUMP_FILES_PER_NODE default)")
     args = parser.parse_args(list(argv) if argv is not None else None)
     store: RevisionStore
