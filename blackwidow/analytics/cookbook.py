@@ -11,7 +11,7 @@ from collections import Counter
 from datetime import date, datetime, timezone
 from pathlib import Path
 
-from shared.revisions.derived import DAY_SHARDS, month_of
+from shared.revisions.derived import DAY_SHARDS, id_block, month_of
 from shared.revisions.text_history import DICTIONARY_BLOB, decode
 
 DOC_PATH = Path(__file__).resolve().parents[2] / "docs" / "analysts.md"
@@ -140,7 +140,7 @@ class Cookbook:
                 for row in self.run("tag_month", wiki=wiki, tag=tag, month=month)]
 
     def revision(self, wiki: str, rev_id: int):
-        rows = self.run("revision_by_id", wiki=wiki, rev_id=rev_id)
+        rows = self.run("revision_by_id", wiki=wiki, id_block=id_block(rev_id), rev_id=rev_id)
         return rows[0] if rows else None
 
     def revision_text(self, wiki: str, rev_id: int) -> str | None:

@@ -29,7 +29,7 @@ from shared.revisions.cql_batches import batched
 from shared.revisions.cql_in import chunks, cross_chunks
 from shared.revisions.cql_text import TEXT_CQL, TextWriter, read_text, remove_page_texts, remove_text
 from shared.revisions.derived import (
-    EARLIEST, LATEST, PageRows, day_of, day_shard, described, first_month_timestamp, missing_parents,
+    EARLIEST, LATEST, PageRows, day_of, day_shard, described, first_month_timestamp, id_block, missing_parents,
     month_of, newest, one_page, page_rows, pointer_timestamp_us, size_deltas, utc)
 from shared.revisions.model import PageState, ResumePoint, Revision
 from shared.revisions.store import StoreError
@@ -48,7 +48,8 @@ _REVISION_COLUMNS = ("rev_ts, rev_id, ns, title, parent_id, user_text, user_id, 
 _CQL = {
     "by_page": "INSERT INTO {ks}.revisions_by_page (wiki, page_id, month, " + _REVISION_COLUMNS + ") "
                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-    "by_id": "INSERT INTO {ks}.revisions_by_id (wiki, rev_id, page_id, rev_ts, size) VALUES (?, ?, ?, ?, ?)",
+    "by_id": "INSERT INTO {ks}.revisions_by_id_block (wiki, id_block, rev_id, page_id, rev_ts, size) "
+             "VALUES (?, ?, ?, ?, ?, ?)",
     "by_user": "INSERT INTO {ks}.revisions_by_user (wiki, user_text, month, rev_ts, rev_id, user_id, anon, "
                "page_id, ns, title, minor, size, size_delta, comment, tags) "
                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -59,7 +60,7 @@ _CQL = {
               "user_text, anon, size, size_delta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     "title": "INSERT INTO {ks}.pages_by_title (wiki, title, page_id, ns) VALUES (?, ?, ?, ?) "
              "USING TIMESTAMP ?",
-    "parent_size": "SELECT size FROM {ks}.revisions_by_id WHERE wiki = ? AND rev_id = ?",
+    "parent_size": "SELECT size FROM {ks}.revisions_by_id_block WHERE wiki = ? AND id_block = ? AND rev_id = ?",
     # the rows of the months a write touched, of many pages at once (shared/revisions/cql_in.py), counted
     # here: the server warns about an aggregate (COUNT ... GROUP BY) over several partitions, not about
     # reading their keys
@@ -83,7 +84,7 @@ _CQL = {
     "all_pages": "SELECT DISTINCT wiki, page_id FROM {ks}.page_months",
     "page_id": "SELECT page_id FROM {ks}.pages_by_title WHERE wiki = ? AND title = ?",
     # revision deletion (hide_revision_fields)
-    "where": "SELECT page_id, rev_ts FROM {ks}.revisions_by_id WHERE wiki = ? AND rev_id = ?",
+    "where": "SELECT page_id, rev_ts FROM {ks}.revisions_by_id_block WHERE wiki = ? AND id_block = ? AND rev_id = ?",
     "row": "SELECT user_text, tags FROM {ks}.revisions_by_page "
            "WHERE wiki = ? AND page_id = ? AND month = ? AND rev_ts = ? AND rev_id = ?",
     # MediaWiki hides a text's sha1 with it: the digest would tell whether a guess is the hidden text
@@ -269,7 +270,7 @@ class CassandraRevisionStore:
 
     def _parent_sizes(self, parents: set[tuple[str, int]]) -> dict[str, dict[int, int]]:
         """wiki -> rev_id -> size of parent revisions stored by earlier writes: remembered for each
-        page's newest revision (the next batch's first parent), else read from revisions_by_id."""
+        page's newest revision (the next batch's first parent), else read from revisions_by_id_block."""
         sizes: dict[str, dict[int, int]] = {}
         unknown = []
         with self._sizes_lock:
@@ -279,7 +280,8 @@ class CassandraRevisionStore:
                     unknown.append((wiki, parent))
                 else:
                     sizes.setdefault(wiki, {})[parent] = size
-        for (wiki, parent), rows in zip(unknown, self._run([(self._ps["parent_size"], key) for key in unknown])):
+        reads = [(self._ps["parent_size"], (wiki, id_block(parent), parent)) for wiki, parent in unknown]
+        for (wiki, parent), rows in zip(unknown, self._run(reads)):
             row = rows.one()
             if row is not None:
                 sizes.setdefault(wiki, {})[parent] = row.size
@@ -297,7 +299,7 @@ class CassandraRevisionStore:
             (ps["by_page"], (r.wiki, r.page_id, month, ts, r.rev_id, r.ns, r.title, r.parent_id, r.user,
                              r.user_id, r.anon, r.minor, r.size, delta, r.sha1, r.comment, tags,
                              r.content_model, r.user_hidden, r.comment_hidden, r.sha1_hidden, r.text_hidden)),
-            (ps["by_id"], (r.wiki, r.rev_id, r.page_id, ts, r.size)),
+            (ps["by_id"], (r.wiki, id_block(r.rev_id), r.rev_id, r.page_id, ts, r.size)),
             (ps["by_day"], (r.wiki, day_of(ts), day_shard(r.rev_id), ts, r.rev_id, r.page_id, r.ns, r.title,
                             r.user, r.anon, r.minor, r.size, delta, tags)),
         ]
@@ -445,7 +447,7 @@ class CassandraRevisionStore:
 
     def _hide(self, wiki: str, rev_id: int, text: bool, comment: bool, user: bool) -> bool:
         ps = self._ps
-        where = self._run([(ps["where"], (wiki, rev_id))])[0].one()
+        where = self._run([(ps["where"], (wiki, id_block(rev_id), rev_id))])[0].one()
         if where is None:
             return False
         ts = utc(where.rev_ts)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Mapping
 
 from shared.package_data import package_path
+from shared.revisions.derived import id_block
 
 # A wheel installs cassandra/ as the package shared.revisions.cql (pyproject.toml, package-dir).
 INSTALLED_SCHEMA = "cql/schema.cql"
@@ -20,6 +21,10 @@ DDL_TIMEOUT_S = 60.0
 # (the driver's wait for schema agreement gives up silently): such a statement is sent again, this many times
 DDL_ATTEMPTS = 10
 DDL_RETRY_S = 1.0
+# revisions by id, one partition per revision, as keyspaces made before revisions_by_id_block hold them
+LEGACY_IDS = "revisions_by_id"
+COPY_CHUNK = 5000               # legacy rows read per page and written per concurrent round
+COPY_CONCURRENCY = 64
 _KEYSPACE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,47}$")
 _CREATE_KEYSPACE = re.compile(
     r"^CREATE\s+KEYSPACE\s+IF\s+NOT\s+EXISTS\s+(\w+)\s+WITH\s+replication\s*=\s*\{[^}]*\}", re.I)
@@ -84,13 +89,45 @@ def render(text: str, keyspace: str, replication_literal: str) -> list[str]:
 
 
 def apply_schema(session, keyspace: str = "blackwidow", replication: int | Mapping[str, object] = 1,
-                 path: Path = SCHEMA_PATH) -> None:
-    """Create the keyspace (if absent) and every table (if absent). Safe to run again; an existing
-    keyspace keeps its replication (change that with ALTER KEYSPACE)."""
+                 path: Path = SCHEMA_PATH) -> int:
+    """Create the keyspace (if absent) and every table (if absent), then copy a legacy revisions_by_id into
+    revisions_by_id_block (copy_legacy_ids); the rows copied. Safe to run again; an existing keyspace keeps its
+    replication (change that with ALTER KEYSPACE)."""
     datacenters = sorted({h.datacenter for h in session.cluster.metadata.all_hosts() if h.datacenter})
     literal = replication_map(replication, datacenters)
     for statement in render(Path(path).read_text(encoding="utf-8"), keyspace, literal):
         execute_ddl(session, statement)
+    return copy_legacy_ids(session, keyspace)
+
+
+def copy_legacy_ids(session, keyspace: str, *, chunk: int = COPY_CHUNK) -> int:
+    """Copy every row of the keyspace's legacy revisions_by_id, if it has one, into revisions_by_id_block; the rows
+    copied. The same cells each time: run it again after the last spawn writing the old table was upgraded, then
+    drop the old table."""
+    from cassandra.concurrent import execute_concurrent
+    from cassandra.query import SimpleStatement
+
+    found = session.cluster.metadata.keyspaces.get(keyspace)
+    if found is None or LEGACY_IDS not in found.tables:
+        return 0
+    insert = session.prepare(f"INSERT INTO {keyspace}.revisions_by_id_block (wiki, id_block, rev_id, page_id, "
+                             "rev_ts, size) VALUES (?, ?, ?, ?, ?, ?)")
+    insert.is_idempotent = True
+    scan = SimpleStatement(f"SELECT wiki, rev_id, page_id, rev_ts, size FROM {keyspace}.{LEGACY_IDS}",
+                           fetch_size=chunk)
+    copied = 0
+    rows: list = []
+
+    def write() -> int:
+        execute_concurrent(session, [(insert, (r.wiki, id_block(r.rev_id), r.rev_id, r.page_id, r.rev_ts, r.size))
+                                     for r in rows], concurrency=COPY_CONCURRENCY, raise_on_first_error=True)
+        return len(rows)
+    for row in session.execute(scan, timeout=DDL_TIMEOUT_S):
+        rows.append(row)
+        if len(rows) == chunk:
+            copied += write()
+            rows = []
+    return copied + (write() if rows else 0)
 
 
 def execute_ddl(session, statement: str, *, sleep=time.sleep) -> None:
@@ -120,10 +157,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     cluster = cluster_for([h.strip() for h in args.hosts.split(",") if h.strip()], args.port)
     try:
-        apply_schema(cluster.connect(), args.keyspace, args.replication)
+        copied = apply_schema(cluster.connect(), args.keyspace, args.replication)
     finally:
         cluster.shutdown()
     print(f"schema applied: keyspace {args.keyspace}, replication {args.replication}")
+    if copied:
+        print(f"copied {copied:,} rows of {LEGACY_IDS} into revisions_by_id_block; drop {LEGACY_IDS} once no spawn "
+              "of the version before writes it")
     return 0
 
 

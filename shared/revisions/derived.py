@@ -8,6 +8,7 @@ from typing import Iterable, Mapping, Sequence
 from shared.revisions.model import Revision
 
 DAY_SHARDS = 8                     # revisions_by_day partitions per (wiki, day)
+ID_BLOCK = 1000                    # revision ids per revisions_by_id_block partition
 CONTENT_CODEC = "zlib"
 # history() bounds when the caller gives none
 EARLIEST = datetime(1900, 1, 1, tzinfo=timezone.utc)
@@ -30,6 +31,11 @@ def day_of(ts: datetime) -> date:
 
 def day_shard(rev_id: int) -> int:
     return rev_id % DAY_SHARDS
+
+
+def id_block(rev_id: int) -> int:
+    """The revisions_by_id_block partition of a revision id: ids in consecutive blocks of ID_BLOCK."""
+    return rev_id // ID_BLOCK
 
 
 def one_page(revisions: Sequence[Revision]) -> tuple[str, int]:

@@ -28,7 +28,7 @@ def harvest_problems(session, keyspace: str, api_url: str, mediawiki,
     """Empty when every page's stored history equals the expected one; else one line per difference."""
     store = CassandraRevisionStore(session, keyspace)
     wiki = wiki_key(api_url)
-    scan = session.prepare(f"SELECT wiki, rev_id, page_id FROM {keyspace}.revisions_by_id")
+    scan = session.prepare(f"SELECT wiki, rev_id, page_id FROM {keyspace}.revisions_by_id_block")
     by_id: dict[int, list[int]] = {}
     for row in session.execute(scan, timeout=60):
         if row.wiki == wiki:
@@ -47,7 +47,7 @@ def harvest_problems(session, keyspace: str, api_url: str, mediawiki,
             problems.append(f"{title}: {len(got)} stored, {len(want)} expected; "
                             f"first difference at #{first}: {mine} != {theirs}")
         if sorted(by_id.get(page_id, [])) != sorted(ids):
-            problems.append(f"{title}: revisions_by_id holds {len(by_id.get(page_id, []))} ids, "
+            problems.append(f"{title}: revisions_by_id_block holds {len(by_id.get(page_id, []))} ids, "
                             f"revisions_by_page {len(ids)}")
         state = store.page(wiki, page_id)
         if state is None or (state.latest_rev_id, state.revisions) != (last_rev_id, len(want)):

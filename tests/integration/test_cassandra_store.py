@@ -9,13 +9,13 @@ from cassandra.cluster import EXEC_PROFILE_DEFAULT
 
 from shared.revisions.cassandra_store import CassandraRevisionStore
 from shared.revisions.cql_schema import apply_schema
-from shared.revisions.derived import DAY_SHARDS, month_of
+from shared.revisions.derived import DAY_SHARDS, id_block, month_of
 from shared.revisions.store import StoreError
 from tests.revision_store_contract import RevisionStoreContract, make_history
 
 pytestmark = pytest.mark.integration
 
-TABLES = {"revisions_by_page", "page_months", "pages", "pages_by_title", "revisions_by_id",
+TABLES = {"revisions_by_page", "page_months", "pages", "pages_by_title", "revisions_by_id_block",
           "revisions_by_user", "revisions_by_day", "revisions_by_tag", "revision_text", "text_blobs",
           "text_sha1", "text_groups", "census_listing"}
 
@@ -28,13 +28,14 @@ class TestCassandraRevisionStore(RevisionStoreContract):
     @pytest.fixture
     def stored_size_delta(self, cassandra_session, cassandra_keyspace):
         by_id = cassandra_session.prepare(
-            f"SELECT page_id, rev_ts FROM {cassandra_keyspace}.revisions_by_id WHERE wiki = ? AND rev_id = ?")
+            f"SELECT page_id, rev_ts FROM {cassandra_keyspace}.revisions_by_id_block "
+            "WHERE wiki = ? AND id_block = ? AND rev_id = ?")
         by_page = cassandra_session.prepare(
             f"SELECT size_delta FROM {cassandra_keyspace}.revisions_by_page "
             "WHERE wiki = ? AND page_id = ? AND month = ? AND rev_ts = ? AND rev_id = ?")
 
         def read(wiki, rev_id):
-            key = cassandra_session.execute(by_id, (wiki, rev_id)).one()
+            key = cassandra_session.execute(by_id, (wiki, id_block(rev_id), rev_id)).one()
             month = key.rev_ts.year * 100 + key.rev_ts.month
             return cassandra_session.execute(by_page, (wiki, key.page_id, month, key.rev_ts, rev_id)).one()[0]
         return read
@@ -67,7 +68,32 @@ def test_schema_has_one_table_per_query_with_time_bounded_keys(cassandra_cluster
 
 
 def test_applying_the_schema_again_is_harmless(cassandra_session, cassandra_keyspace):
-    apply_schema(cassandra_session, cassandra_keyspace, 1)
+    assert apply_schema(cassandra_session, cassandra_keyspace, 1) == 0      # no legacy table: nothing copied
+
+
+def test_a_keyspace_made_before_id_blocks_has_its_revisions_by_id_copied(cassandra_session, keyspace):
+    """The legacy table, one partition per revision, as the schema made it: its rows land in their blocks, the same
+    on a second run, and the store reads a copied revision's size as a parent's."""
+    cassandra_session.execute(f"CREATE TABLE {keyspace}.revisions_by_id (wiki text, rev_id bigint, page_id bigint, "
+                              "rev_ts timestamp, size int, PRIMARY KEY ((wiki, rev_id)))", timeout=60)
+    wiki, page = "legacy.example.org", make_history("legacy.example.org", 5, 2)
+    legacy = cassandra_session.prepare(f"INSERT INTO {keyspace}.revisions_by_id (wiki, rev_id, page_id, rev_ts, size) "
+                                       "VALUES (?, ?, ?, ?, ?)")
+    for r, rev_id in zip(page, (1005, 2999)):       # ids of two blocks
+        cassandra_session.execute(legacy, (wiki, rev_id, r.page_id, r.timestamp, r.size))
+    assert apply_schema(cassandra_session, keyspace, 1) == 2
+    assert apply_schema(cassandra_session, keyspace, 1) == 2
+    blocks = cassandra_session.prepare(f"SELECT rev_id, page_id, size FROM {keyspace}.revisions_by_id_block "
+                                       "WHERE wiki = ? AND id_block = ?")
+    got = {block: [tuple(row) for row in cassandra_session.execute(blocks, (wiki, block))] for block in (1, 2)}
+    assert got == {1: [(1005, 5, page[0].size)], 2: [(2999, 5, page[1].size)]}
+    child = dataclasses.replace(page[1], rev_id=3000, parent_id=2999, size=page[1].size + 7,
+                                timestamp=page[1].timestamp + timedelta(minutes=1))
+    CassandraRevisionStore(cassandra_session, keyspace).write([child])      # a parent it did not write: read
+    delta = cassandra_session.execute(
+        f"SELECT size_delta FROM {keyspace}.revisions_by_page WHERE wiki = %s AND page_id = %s AND month = %s "
+        "AND rev_ts = %s AND rev_id = %s", (wiki, 5, month_of(child.timestamp), child.timestamp, 3000)).one()
+    assert delta.size_delta == 7
 
 
 def test_statements_are_prepared_idempotent_and_local_quorum(cassandra_cluster, cassandra_revision_store):
