@@ -112,6 +112,11 @@ _CQL = {
 READ_PROFILE = "read"
 
 
+def _id_values(wiki: str, rev_id: int, page_id: int, rev_ts: datetime, size: int) -> tuple:
+    """The bind values of a revisions_by_id_block row ("by_id")."""
+    return wiki, id_block(rev_id), rev_id, page_id, rev_ts, size
+
+
 def cluster_for(hosts: Sequence[str], port: int = 9042, *, local_dc: str | None = None,
                 schema_event_refresh_window: float = 2.0, request_timeout: float = 20.0,
                 write_consistency: str = "LOCAL_QUORUM", read_consistency: str = "LOCAL_QUORUM") -> Cluster:
@@ -299,7 +304,7 @@ class CassandraRevisionStore:
             (ps["by_page"], (r.wiki, r.page_id, month, ts, r.rev_id, r.ns, r.title, r.parent_id, r.user,
                              r.user_id, r.anon, r.minor, r.size, delta, r.sha1, r.comment, tags,
                              r.content_model, r.user_hidden, r.comment_hidden, r.sha1_hidden, r.text_hidden)),
-            (ps["by_id"], (r.wiki, id_block(r.rev_id), r.rev_id, r.page_id, ts, r.size)),
+            (ps["by_id"], _id_values(r.wiki, r.rev_id, r.page_id, ts, r.size)),
             (ps["by_day"], (r.wiki, day_of(ts), day_shard(r.rev_id), ts, r.rev_id, r.page_id, r.ns, r.title,
                             r.user, r.anon, r.minor, r.size, delta, tags)),
         ]
@@ -309,6 +314,12 @@ class CassandraRevisionStore:
         out += [(ps["by_tag"], (r.wiki, tag, month, ts, r.rev_id, r.page_id, r.title, r.user, r.anon, r.size,
                                 delta)) for tag in sorted(tags)]
         return out
+
+    def copy_ids(self, rows: Sequence[tuple[str, int, int, datetime, int]]) -> int:
+        """Write (wiki, rev_id, page_id, rev_ts, size) rows into revisions_by_id_block, batched by block as every
+        write is (a keyspace's legacy revisions_by_id: shared.revisions.cql_schema.copy_legacy_ids); how many."""
+        self._run(batched([(self._ps["by_id"], _id_values(*row)) for row in rows], self._replicas))
+        return len(rows)
 
     def _replicas(self, routing_key: bytes) -> tuple | None:
         """The replica set owning a partition, from the driver's token map; None when unknown."""

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Mapping
 
 from shared.package_data import package_path
-from shared.revisions.derived import id_block
 
 # A wheel installs cassandra/ as the package shared.revisions.cql (pyproject.toml, package-dir).
 INSTALLED_SCHEMA = "cql/schema.cql"
@@ -23,8 +22,7 @@ DDL_ATTEMPTS = 10
 DDL_RETRY_S = 1.0
 # revisions by id, one partition per revision, as keyspaces made before revisions_by_id_block hold them
 LEGACY_IDS = "revisions_by_id"
-COPY_CHUNK = 5000               # legacy rows read per page and written per concurrent round
-COPY_CONCURRENCY = 64
+COPY_CHUNK = 5000               # legacy rows read per page and written per round
 _KEYSPACE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,47}$")
 _CREATE_KEYSPACE = re.compile(
     r"^CREATE\s+KEYSPACE\s+IF\s+NOT\s+EXISTS\s+(\w+)\s+WITH\s+replication\s*=\s*\{[^}]*\}", re.I)
@@ -104,30 +102,24 @@ def copy_legacy_ids(session, keyspace: str, *, chunk: int = COPY_CHUNK) -> int:
     """Copy every row of the keyspace's legacy revisions_by_id, if it has one, into revisions_by_id_block; the rows
     copied. The same cells each time: run it again after the last spawn writing the old table was upgraded, then
     drop the old table."""
-    from cassandra.concurrent import execute_concurrent
     from cassandra.query import SimpleStatement
+
+    from shared.revisions.cassandra_store import CassandraRevisionStore
 
     found = session.cluster.metadata.keyspaces.get(keyspace)
     if found is None or LEGACY_IDS not in found.tables:
         return 0
-    insert = session.prepare(f"INSERT INTO {keyspace}.revisions_by_id_block (wiki, id_block, rev_id, page_id, "
-                             "rev_ts, size) VALUES (?, ?, ?, ?, ?, ?)")
-    insert.is_idempotent = True
+    store = CassandraRevisionStore(session, keyspace)       # its own statement and batching for the new table
     scan = SimpleStatement(f"SELECT wiki, rev_id, page_id, rev_ts, size FROM {keyspace}.{LEGACY_IDS}",
                            fetch_size=chunk)
     copied = 0
-    rows: list = []
-
-    def write() -> int:
-        execute_concurrent(session, [(insert, (r.wiki, id_block(r.rev_id), r.rev_id, r.page_id, r.rev_ts, r.size))
-                                     for r in rows], concurrency=COPY_CONCURRENCY, raise_on_first_error=True)
-        return len(rows)
+    rows: list[tuple] = []
     for row in session.execute(scan, timeout=DDL_TIMEOUT_S):
-        rows.append(row)
+        rows.append(tuple(row))
         if len(rows) == chunk:
-            copied += write()
+            copied += store.copy_ids(rows)
             rows = []
-    return copied + (write() if rows else 0)
+    return copied + store.copy_ids(rows)
 
 
 def execute_ddl(session, statement: str, *, sleep=time.sleep) -> None:
